@@ -1,0 +1,344 @@
+/**
+ * The on-disk record format.
+ *
+ * Every record in a log segment is a frame:
+ *
+ *   u32 LE  frameLength   bytes of the whole frame, this field included
+ *   u32 LE  crc32         CRC-32 (zlib) of bytes [8, frameLength)
+ *   u8      recordType    RecordType
+ *   ...     payload
+ *
+ * A message record's payload (all integers little-endian; f64 holds integers below 2^53 exactly):
+ *
+ *   u8 version (1) | u8 flags | u16 reserved | u32 queueId | f64 queueOffset | f64 bornTimestamp
+ *   f64 storeTimestamp | f64 deliveryTimestamp (0 = none) | u32 reconsumeTimes | u32 sysFlag
+ *   str topic | str messageId | str tag | str messageGroup | str bornHost      (str = u16 length + UTF-8)
+ *   u16 keyCount, str × keyCount
+ *   u32 propertyCount, (str key, u32 length + UTF-8 value) × propertyCount
+ *   u32 bodyLength, body
+ *
+ * The record names its topic, queue, queue offset and message id, so the log alone is enough to
+ * rebuild every index.
+ */
+import { crc32 } from 'node:zlib';
+import { VelaError } from '../common/errors.js';
+
+export const FRAME_HEADER_SIZE = 9;
+/** Upper bound on one frame; a length field above it is treated as corruption. */
+export const MAX_FRAME_SIZE = 64 * 1024 * 1024;
+
+export const RecordType = {
+  MESSAGE: 1,
+  /** An opaque payload owned by the layer above (the broker's state journal). */
+  STATE: 2,
+} as const;
+export type RecordType = (typeof RecordType)[keyof typeof RecordType];
+
+const MESSAGE_VERSION = 1;
+const FIXED_MESSAGE_SIZE = 48; // version..sysFlag
+const MAX_STR = 0xffff;
+
+export interface MessageInput {
+  topic: string;
+  queueId: number;
+  /** Unique id of the message (RocketMQ's UNIQ_KEY), assigned by the producer or the broker. */
+  messageId: string;
+  body: Uint8Array;
+  tag?: string;
+  keys?: readonly string[];
+  messageGroup?: string;
+  properties?: Readonly<Record<string, string>>;
+  /** When the producer created the message (ms). @defaultValue the store time */
+  bornTimestamp?: number;
+  bornHost?: string;
+  /** For delayed messages: when to deliver (ms). 0 or absent: no delay. */
+  deliveryTimestamp?: number;
+  reconsumeTimes?: number;
+  /** Bit flags owned by the broker (message type and the like); opaque to the store. */
+  sysFlag?: number;
+}
+
+export interface StoredMessage {
+  topic: string;
+  queueId: number;
+  queueOffset: number;
+  messageId: string;
+  body: Buffer;
+  tag: string;
+  keys: string[];
+  messageGroup: string;
+  properties: Record<string, string>;
+  bornTimestamp: number;
+  bornHost: string;
+  storeTimestamp: number;
+  deliveryTimestamp: number;
+  reconsumeTimes: number;
+  sysFlag: number;
+  /** Byte position of the record in the log. */
+  logPosition: number;
+  /** Size of the record's frame in bytes. */
+  size: number;
+}
+
+/** An upper bound on the encoded frame size of a message, cheap to compute. */
+export function messageFrameUpperBound(m: MessageInput): number {
+  let n = FRAME_HEADER_SIZE + FIXED_MESSAGE_SIZE + 5 * 2 + 2 + 4 + 4;
+  n += (m.topic.length + m.messageId.length + (m.tag?.length ?? 0)) * 3;
+  n += ((m.messageGroup?.length ?? 0) + (m.bornHost?.length ?? 0)) * 3;
+  if (m.keys) for (const k of m.keys) n += 2 + k.length * 3;
+  if (m.properties) for (const k in m.properties) n += 6 + (k.length + m.properties[k]!.length) * 3;
+  return n + m.body.length;
+}
+
+/** Write UTF-8 bytes; short ASCII strings (ids, tags, topics) skip the native call. */
+function writeUtf8(buf: Buffer, off: number, s: string): number {
+  const len = s.length;
+  if (len <= 64) {
+    let i = 0;
+    for (; i < len; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[off + i] = c;
+    }
+    if (i === len) return len;
+  }
+  return buf.write(s, off);
+}
+
+function writeStr(buf: Buffer, off: number, s: string | undefined): number {
+  if (!s) {
+    buf[off] = 0;
+    buf[off + 1] = 0;
+    return off + 2;
+  }
+  const n = writeUtf8(buf, off + 2, s);
+  if (n > MAX_STR) throw new VelaError('STORE_BAD_ARGUMENT', `string field longer than ${MAX_STR} bytes`);
+  buf.writeUInt16LE(n, off);
+  return off + 2 + n;
+}
+
+/**
+ * Encode a message frame into `buf` at `off` (the caller guarantees `messageFrameUpperBound` bytes of
+ * room). Returns the frame length.
+ */
+export function encodeMessageFrame(
+  buf: Buffer,
+  off: number,
+  m: MessageInput,
+  queueOffset: number,
+  storeTimestamp: number,
+): number {
+  let p = off + FRAME_HEADER_SIZE;
+  buf[off + 8] = RecordType.MESSAGE;
+  buf[p] = MESSAGE_VERSION;
+  buf[p + 1] = 0;
+  buf.writeUInt16LE(0, p + 2);
+  buf.writeUInt32LE(m.queueId, p + 4);
+  buf.writeDoubleLE(queueOffset, p + 8);
+  buf.writeDoubleLE(m.bornTimestamp ?? storeTimestamp, p + 16);
+  buf.writeDoubleLE(storeTimestamp, p + 24);
+  buf.writeDoubleLE(m.deliveryTimestamp ?? 0, p + 32);
+  buf.writeUInt32LE(m.reconsumeTimes ?? 0, p + 40);
+  buf.writeUInt32LE(m.sysFlag ?? 0, p + 44);
+  p += FIXED_MESSAGE_SIZE;
+  p = writeStr(buf, p, m.topic);
+  p = writeStr(buf, p, m.messageId);
+  p = writeStr(buf, p, m.tag);
+  p = writeStr(buf, p, m.messageGroup);
+  p = writeStr(buf, p, m.bornHost);
+  const keys = m.keys ?? [];
+  buf.writeUInt16LE(keys.length, p);
+  p += 2;
+  for (const k of keys) p = writeStr(buf, p, k);
+  const countAt = p;
+  let count = 0;
+  p += 4;
+  if (m.properties) {
+    for (const k in m.properties) {
+      p = writeStr(buf, p, k);
+      const n = writeUtf8(buf, p + 4, m.properties[k]!);
+      buf.writeUInt32LE(n, p);
+      p += 4 + n;
+      count++;
+    }
+  }
+  buf.writeUInt32LE(count, countAt);
+  const body = m.body;
+  buf.writeUInt32LE(body.length, p);
+  p += 4;
+  buf.set(body, p);
+  p += body.length;
+  sealFrame(buf, off, p - off);
+  return p - off;
+}
+
+/** Write a frame around an opaque payload already placed at `off + FRAME_HEADER_SIZE`. */
+export function sealFrame(buf: Buffer, off: number, frameLength: number): void {
+  buf.writeUInt32LE(frameLength, off);
+  buf.writeUInt32LE(crc32(buf.subarray(off + 8, off + frameLength)), off + 4);
+}
+
+/** Encode an opaque payload as a frame of the given type. */
+export function encodePayloadFrame(type: RecordType, payload: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(FRAME_HEADER_SIZE + payload.length);
+  frame[8] = type;
+  frame.set(payload, FRAME_HEADER_SIZE);
+  sealFrame(frame, 0, frame.length);
+  return frame;
+}
+
+export const FrameCheck = {
+  OK: 0,
+  /** Not enough bytes for the frame (a torn tail, or the read was short). */
+  INCOMPLETE: 1,
+  /** Length out of range or checksum mismatch. */
+  CORRUPT: 2,
+} as const;
+export type FrameCheck = (typeof FrameCheck)[keyof typeof FrameCheck];
+
+/** Check the frame at `off` within `buf[0, end)`. */
+export function checkFrame(buf: Buffer, off: number, end: number): FrameCheck {
+  if (end - off < FRAME_HEADER_SIZE) return FrameCheck.INCOMPLETE;
+  const len = buf.readUInt32LE(off);
+  if (len < FRAME_HEADER_SIZE || len > MAX_FRAME_SIZE) return FrameCheck.CORRUPT;
+  if (off + len > end) return FrameCheck.INCOMPLETE;
+  return crc32(buf.subarray(off + 8, off + len)) === buf.readUInt32LE(off + 4)
+    ? FrameCheck.OK
+    : FrameCheck.CORRUPT;
+}
+
+export function frameLength(buf: Buffer, off: number): number {
+  return buf.readUInt32LE(off);
+}
+
+export function frameType(buf: Buffer, off: number): number {
+  return buf[off + 8]!;
+}
+
+/** Decode UTF-8; short ASCII runs are built in JS, which beats the native call at these sizes. */
+function readUtf8(b: Buffer, start: number, end: number): string {
+  if (end - start <= 32) {
+    let ascii = true;
+    for (let i = start; i < end; i++) if (b[i]! >= 0x80) ascii = false;
+    if (ascii) return String.fromCharCode.apply(null, b.subarray(start, end) as unknown as number[]);
+  }
+  return b.toString('utf8', start, end);
+}
+
+class Reader {
+  constructor(
+    readonly buf: Buffer,
+    public p: number,
+  ) {}
+  str(): string {
+    const b = this.buf;
+    const n = b[this.p]! | (b[this.p + 1]! << 8);
+    const start = this.p + 2;
+    this.p = start + n;
+    return n === 0 ? '' : readUtf8(b, start, start + n);
+  }
+}
+
+/** Decode a message frame (already checked). The body is a view into `buf`, not a copy. */
+export function decodeMessageFrame(buf: Buffer, off: number, logPosition: number): StoredMessage {
+  const size = buf.readUInt32LE(off);
+  if (buf[off + 8] !== RecordType.MESSAGE) {
+    throw new VelaError('STORE_CORRUPT_RECORD', `record at ${logPosition} is not a message`);
+  }
+  const p = off + FRAME_HEADER_SIZE;
+  if (buf[p] !== MESSAGE_VERSION) {
+    throw new VelaError('STORE_CORRUPT_RECORD', `unknown message record version ${buf[p]} at ${logPosition}`);
+  }
+  const r = new Reader(buf, p + FIXED_MESSAGE_SIZE);
+  const topic = r.str();
+  const messageId = r.str();
+  const tag = r.str();
+  const messageGroup = r.str();
+  const bornHost = r.str();
+  const keyCount = buf.readUInt16LE(r.p);
+  r.p += 2;
+  const keys: string[] = new Array(keyCount);
+  for (let i = 0; i < keyCount; i++) keys[i] = r.str();
+  const propCount = buf.readUInt32LE(r.p);
+  r.p += 4;
+  const properties: Record<string, string> = {};
+  for (let i = 0; i < propCount; i++) {
+    const k = r.str();
+    const n = buf.readUInt32LE(r.p);
+    properties[k] = buf.toString('utf8', r.p + 4, r.p + 4 + n);
+    r.p += 4 + n;
+  }
+  const bodyLength = buf.readUInt32LE(r.p);
+  const body = buf.subarray(r.p + 4, r.p + 4 + bodyLength);
+  return {
+    topic,
+    queueId: buf.readUInt32LE(p + 4),
+    queueOffset: buf.readDoubleLE(p + 8),
+    messageId,
+    body,
+    tag,
+    keys,
+    messageGroup,
+    properties,
+    bornTimestamp: buf.readDoubleLE(p + 16),
+    bornHost,
+    storeTimestamp: buf.readDoubleLE(p + 24),
+    deliveryTimestamp: buf.readDoubleLE(p + 32),
+    reconsumeTimes: buf.readUInt32LE(p + 40),
+    sysFlag: buf.readUInt32LE(p + 44),
+    logPosition,
+    size,
+  };
+}
+
+/** The fields recovery needs to rebuild indexes, without decoding the body or properties. */
+export interface MessageIndexFields {
+  topic: string;
+  queueId: number;
+  queueOffset: number;
+  storeTimestamp: number;
+  tag: string;
+  messageId: string;
+  keys: string[];
+}
+
+export function decodeMessageIndexFields(buf: Buffer, off: number): MessageIndexFields {
+  const p = off + FRAME_HEADER_SIZE;
+  const r = new Reader(buf, p + FIXED_MESSAGE_SIZE);
+  const topic = r.str();
+  const messageId = r.str();
+  const tag = r.str();
+  r.str(); // messageGroup
+  r.str(); // bornHost
+  const keyCount = buf.readUInt16LE(r.p);
+  r.p += 2;
+  const keys: string[] = new Array(keyCount);
+  for (let i = 0; i < keyCount; i++) keys[i] = r.str();
+  return {
+    topic,
+    queueId: buf.readUInt32LE(p + 4),
+    queueOffset: buf.readDoubleLE(p + 8),
+    storeTimestamp: buf.readDoubleLE(p + 24),
+    tag,
+    messageId,
+    keys,
+  };
+}
+
+/** Java's `String.hashCode` of a tag (RocketMQ's tagsCode), 0 for no tag. */
+export function tagHash(tag: string | undefined): number {
+  if (!tag) return 0;
+  let h = 0;
+  for (let i = 0; i < tag.length; i++) h = (Math.imul(31, h) + tag.charCodeAt(i)) | 0;
+  return h;
+}
+
+/** A 32-bit FNV-1a hash of a string, for the message-id/key index. */
+export function keyHash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}

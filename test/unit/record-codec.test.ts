@@ -1,0 +1,131 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  checkFrame,
+  decodeMessageFrame,
+  decodeMessageIndexFields,
+  encodeMessageFrame,
+  encodePayloadFrame,
+  FrameCheck,
+  messageFrameUpperBound,
+  RecordType,
+  tagHash,
+  keyHash,
+  type MessageInput,
+} from '../../src/store/record-codec.js';
+
+const sample: MessageInput = {
+  topic: 'OrderTopic',
+  queueId: 3,
+  messageId: '01A2B3C4D5E6F7000000000000000001',
+  body: Buffer.from('héllo wörld — 你好'),
+  tag: 'TagA',
+  keys: ['order-1', 'ключ'],
+  messageGroup: 'group-7',
+  properties: { traceId: 'abc', 'x-ümlaut': 'ü'.repeat(100) },
+  bornTimestamp: 1_700_000_000_123,
+  bornHost: '10.0.0.1:5555',
+  deliveryTimestamp: 1_700_000_060_000,
+  reconsumeTimes: 2,
+  sysFlag: 5,
+};
+
+function encode(m: MessageInput, offset = 42, storeTs = 1_700_000_000_999): Buffer {
+  const buf = Buffer.alloc(messageFrameUpperBound(m));
+  const len = encodeMessageFrame(buf, 0, m, offset, storeTs);
+  return buf.subarray(0, len);
+}
+
+test('a message record round-trips every field, including non-ASCII text', () => {
+  const frame = encode(sample);
+  assert.equal(checkFrame(frame, 0, frame.length), FrameCheck.OK);
+  const m = decodeMessageFrame(frame, 0, 1234);
+  assert.deepEqual(
+    { ...m, body: m.body.toString() },
+    {
+      ...sample,
+      body: sample.body.toString(),
+      keys: [...sample.keys!],
+      properties: { ...sample.properties },
+      queueOffset: 42,
+      storeTimestamp: 1_700_000_000_999,
+      logPosition: 1234,
+      size: frame.length,
+    },
+  );
+  const f = decodeMessageIndexFields(frame, 0);
+  assert.deepEqual(f, {
+    topic: 'OrderTopic',
+    queueId: 3,
+    queueOffset: 42,
+    storeTimestamp: 1_700_000_000_999,
+    tag: 'TagA',
+    messageId: sample.messageId,
+    keys: ['order-1', 'ключ'],
+  });
+});
+
+test('optional fields default sensibly and large offsets survive', () => {
+  const frame = encode({ topic: 'T', queueId: 0, messageId: 'id', body: Buffer.alloc(0) }, 2 ** 40 + 7, 5);
+  const m = decodeMessageFrame(frame, 0, 0);
+  assert.equal(m.queueOffset, 2 ** 40 + 7);
+  assert.equal(m.tag, '');
+  assert.deepEqual(m.keys, []);
+  assert.deepEqual(m.properties, {});
+  assert.equal(m.bornTimestamp, 5, 'born time defaults to the store time');
+  assert.equal(m.deliveryTimestamp, 0);
+  assert.equal(m.body.length, 0);
+});
+
+test('the upper bound always covers the encoding', () => {
+  const frame = encode(sample);
+  assert.ok(frame.length <= messageFrameUpperBound(sample));
+});
+
+test('a flipped byte anywhere in a frame is detected', () => {
+  const frame = encode(sample);
+  for (let i = 4; i < frame.length; i += 7) {
+    const copy = Buffer.from(frame);
+    copy[i] = copy[i]! ^ 0x01;
+    assert.equal(checkFrame(copy, 0, copy.length), FrameCheck.CORRUPT, `flip at ${i}`);
+  }
+});
+
+test('a truncated frame is incomplete, a nonsense length is corrupt', () => {
+  const frame = encode(sample);
+  assert.equal(checkFrame(frame, 0, frame.length - 1), FrameCheck.INCOMPLETE);
+  assert.equal(checkFrame(frame, 0, 5), FrameCheck.INCOMPLETE);
+  const bad = Buffer.from(frame);
+  bad.writeUInt32LE(3, 0);
+  assert.equal(checkFrame(bad, 0, bad.length), FrameCheck.CORRUPT);
+  bad.writeUInt32LE(0xffffffff, 0);
+  assert.equal(checkFrame(bad, 0, bad.length), FrameCheck.CORRUPT);
+});
+
+test('opaque payload frames carry their type', () => {
+  const frame = encodePayloadFrame(RecordType.STATE, Buffer.from('state'));
+  assert.equal(checkFrame(frame, 0, frame.length), FrameCheck.OK);
+  assert.equal(frame[8], RecordType.STATE);
+  assert.equal(frame.subarray(9).toString(), 'state');
+});
+
+test('tag hash is Java String.hashCode (RocketMQ tagsCode), 0 without a tag', () => {
+  assert.equal(tagHash('hello'), 99162322);
+  assert.equal(tagHash('TagA'), 2598919);
+  assert.equal(
+    tagHash('a-rather-long-tag-that-overflows-int32'),
+    (() => {
+      let h = 0;
+      for (const c of 'a-rather-long-tag-that-overflows-int32') h = (h * 31 + c.charCodeAt(0)) | 0;
+      return h;
+    })(),
+  );
+  assert.equal(tagHash(''), 0);
+  assert.equal(tagHash(undefined), 0);
+});
+
+test('key hash is stable and spreads similar keys', () => {
+  assert.equal(keyHash('order-1'), keyHash('order-1'));
+  const hashes = new Set(Array.from({ length: 10_000 }, (_, i) => keyHash(`order-${i}`)));
+  assert.ok(hashes.size > 9_990);
+});

@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'vela-data/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'vela-data/', '.scratch/', '.bench-data/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,0 +1,229 @@
+/**
+ * Admin operations: the core that the HTTP API (and through it `vela admin` and the console) calls.
+ * Plain data in, plain data out.
+ */
+import type { Broker } from '../broker/broker.js';
+import { formatRetryPolicy, parseRetryPolicy } from '../broker/retry-policy.js';
+import type { GroupConfig, TopicConfig } from '../broker/metadata.js';
+import { VelaError } from '../common/errors.js';
+import type { StoredMessage } from '../store/index.js';
+import { messageTypeOf } from '../broker/produce.js';
+
+export interface TopicView {
+  topic: string;
+  readQueueNums: number;
+  writeQueueNums: number;
+  perm: number;
+  messageType: string;
+  attributes: Record<string, string>;
+}
+
+export interface GroupView {
+  group: string;
+  retryMaxTimes: number;
+  consumeMessageOrderly: boolean;
+  consumeBroadcastEnable: boolean;
+  consumeEnable: boolean;
+  groupRetryPolicy: Record<string, unknown>;
+  fifoRetryIntervalMs: number;
+}
+
+const topicView = (t: TopicConfig): TopicView => ({
+  topic: t.name,
+  readQueueNums: t.readQueueNums,
+  writeQueueNums: t.writeQueueNums,
+  perm: t.perm,
+  messageType: t.messageType,
+  attributes: { ...t.attributes, 'message.type': t.messageType },
+});
+
+const groupView = (g: GroupConfig): GroupView => ({
+  group: g.name,
+  retryMaxTimes: g.retryMaxTimes,
+  consumeMessageOrderly: g.consumeMessageOrderly,
+  consumeBroadcastEnable: g.consumeBroadcastEnable,
+  consumeEnable: g.consumeEnable,
+  groupRetryPolicy: formatRetryPolicy(g.retryPolicy),
+  fifoRetryIntervalMs: g.fifoRetryIntervalMs,
+});
+
+function messageView(m: StoredMessage) {
+  return {
+    messageId: m.messageId,
+    topic: m.topic,
+    queueId: m.queueId,
+    queueOffset: m.queueOffset,
+    tag: m.tag,
+    keys: m.keys,
+    messageGroup: m.messageGroup,
+    messageType: messageTypeOf(m.sysFlag),
+    properties: m.properties,
+    bornTimestamp: m.bornTimestamp,
+    bornHost: m.bornHost,
+    storeTimestamp: m.storeTimestamp,
+    reconsumeTimes: m.reconsumeTimes,
+    bodySize: m.body.length,
+    body: m.body.toString('base64'),
+    logPosition: m.logPosition,
+  };
+}
+
+export interface UpdateTopicInput {
+  topic: string;
+  readQueueNums?: number;
+  writeQueueNums?: number;
+  perm?: number;
+  /** `{ "message.type": "FIFO" }` */
+  attributes?: Record<string, string>;
+}
+
+export interface UpdateGroupInput {
+  group: string;
+  retryMaxTimes?: number;
+  consumeMessageOrderly?: boolean;
+  consumeBroadcastEnable?: boolean;
+  consumeEnable?: boolean;
+  /** mqadmin's JSON (object or string). */
+  groupRetryPolicy?: unknown;
+  fifoRetryIntervalMs?: number;
+}
+
+export class AdminOperations {
+  constructor(private readonly broker: Broker) {}
+
+  async updateTopic(input: UpdateTopicInput): Promise<TopicView> {
+    if (!input.topic) throw new VelaError('ILLEGAL_TOPIC', 'a topic name is required');
+    return topicView(
+      await this.broker.topics.upsert(input.topic, {
+        ...(input.readQueueNums !== undefined ? { readQueueNums: input.readQueueNums } : {}),
+        ...(input.writeQueueNums !== undefined ? { writeQueueNums: input.writeQueueNums } : {}),
+        ...(input.perm !== undefined ? { perm: input.perm } : {}),
+        ...(input.attributes ? { attributes: input.attributes } : {}),
+      }),
+    );
+  }
+
+  async deleteTopic(topic: string): Promise<void> {
+    await this.broker.deleteTopic(topic);
+  }
+
+  topicList(): TopicView[] {
+    return this.broker.topics.list().map(topicView);
+  }
+
+  getTopic(topic: string): TopicView {
+    return topicView(this.broker.topics.require(topic));
+  }
+
+  topicStatus(topic: string) {
+    const t = this.broker.topics.require(topic);
+    const n = Math.max(t.readQueueNums, t.writeQueueNums);
+    return Array.from({ length: n }, (_, q) => {
+      const s = this.broker.store.queueState(topic, q);
+      return {
+        brokerName: this.broker.brokerName,
+        queueId: q,
+        minOffset: s.minOffset,
+        maxOffset: s.maxOffset,
+        lastUpdateTimestamp: s.lastStoreTimestamp,
+      };
+    });
+  }
+
+  topicRoute(topic: string, grpcAddress: string) {
+    const t = this.broker.topics.require(topic);
+    return {
+      brokerDatas: [{ brokerName: this.broker.brokerName, brokerAddrs: { 0: grpcAddress } }],
+      queueDatas: [
+        {
+          brokerName: this.broker.brokerName,
+          readQueueNums: t.readQueueNums,
+          writeQueueNums: t.writeQueueNums,
+          perm: t.perm,
+        },
+      ],
+      messageType: t.messageType,
+    };
+  }
+
+  async updateSubGroup(input: UpdateGroupInput): Promise<GroupView> {
+    if (!input.group) throw new VelaError('ILLEGAL_CONSUMER_GROUP', 'a group name is required');
+    return groupView(
+      await this.broker.groups.upsert(input.group, {
+        ...(input.retryMaxTimes !== undefined ? { retryMaxTimes: input.retryMaxTimes } : {}),
+        ...(input.consumeMessageOrderly !== undefined
+          ? { consumeMessageOrderly: input.consumeMessageOrderly }
+          : {}),
+        ...(input.consumeBroadcastEnable !== undefined
+          ? { consumeBroadcastEnable: input.consumeBroadcastEnable }
+          : {}),
+        ...(input.consumeEnable !== undefined ? { consumeEnable: input.consumeEnable } : {}),
+        ...(input.groupRetryPolicy !== undefined
+          ? { retryPolicy: parseRetryPolicy(input.groupRetryPolicy) }
+          : {}),
+        ...(input.fifoRetryIntervalMs !== undefined
+          ? { fifoRetryIntervalMs: input.fifoRetryIntervalMs }
+          : {}),
+      }),
+    );
+  }
+
+  async deleteSubGroup(group: string): Promise<void> {
+    await this.broker.deleteGroup(group);
+  }
+
+  groupList(): GroupView[] {
+    return this.broker.groups.list().map(groupView);
+  }
+
+  getGroup(group: string): GroupView {
+    return groupView(this.broker.groups.require(group));
+  }
+
+  /** Per queue of each topic the group consumes: broker offset, consumer offset, in-flight, lag. */
+  consumerProgress(group: string, topic?: string) {
+    this.broker.groups.require(group);
+    const topics = topic ? [topic] : this.broker.consume.topicsOf(group);
+    const queues = [];
+    for (const t of topics) {
+      for (const p of this.broker.consume.progress(group, t))
+        queues.push({ topic: t, brokerName: this.broker.brokerName, ...p });
+    }
+    const totalLag = queues.reduce((a, q) => a + q.lag, 0);
+    const inflight = queues.reduce((a, q) => a + q.inflight + q.ready, 0);
+    return { group, queues, totalLag, inflight };
+  }
+
+  consumerConnection(group: string) {
+    this.broker.groups.require(group);
+    return this.broker.sessions.list({ group }).map((s) => ({
+      clientId: s.clientId,
+      clientType: s.clientType,
+      remoteAddress: s.remoteAddress ?? '',
+      language: s.language ?? '',
+      version: s.version ?? '',
+      topics: s.topics,
+      connectedAt: s.connectedAt,
+      lastSeen: s.lastSeen,
+    }));
+  }
+
+  async queryMsgById(messageId: string, topic?: string) {
+    return (await this.broker.findMessageById(messageId, topic)).map(messageView);
+  }
+
+  async queryMsgByKey(key: string, topic?: string, limit?: number) {
+    return (await this.broker.findMessagesByKey(key, topic, limit)).map(messageView);
+  }
+
+  brokerInfo() {
+    const s = this.broker.store.stats();
+    return {
+      brokerName: this.broker.brokerName,
+      topics: this.broker.topics.list().length,
+      groups: this.broker.groups.list().length,
+      clients: this.broker.sessions.list().length,
+      store: s,
+    };
+  }
+}

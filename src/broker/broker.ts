@@ -1,0 +1,177 @@
+/**
+ * The broker: the messaging model over the store. It owns the message store, the state journal and
+ * the services built on them (topics, groups, produce, consume, sessions), and knows nothing of gRPC
+ * or HTTP: the protocol edge and the admin API call into it.
+ */
+import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import type { StoreOptions, FlushPolicy } from '../common/config.js';
+import { systemClock, type Clock } from '../common/clock.js';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { VelaError } from '../common/errors.js';
+import { MessageStore, type StoredMessage } from '../store/index.js';
+import { StateJournal } from './state-journal.js';
+import { TopicRegistry } from './topic-registry.js';
+import { GroupRegistry } from './group-registry.js';
+import { SessionRegistry } from './sessions.js';
+import { ProduceService, DEFAULT_PRODUCE_LIMITS, type ProduceLimits } from './produce.js';
+import { ConsumeService, DEFAULT_CONSUME_OPTIONS, type ConsumeOptions } from './consume/consume-service.js';
+import { ReceiptHandles } from './receipt-handle.js';
+
+export interface BrokerOptions {
+  /** Where everything is stored. Required. */
+  dataDir: string;
+  /** @defaultValue 'sync' */
+  flush?: FlushPolicy;
+  /** The name clients see in routes. @defaultValue 'broker-0' */
+  brokerName?: string;
+  /** Create unknown topics on first send or route query (development only). @defaultValue false */
+  autoCreateTopics?: boolean;
+  /** Create unknown consumer groups on first use (development only). @defaultValue false */
+  autoCreateGroups?: boolean;
+  /** Allow `message.type=MIXED` topics. @defaultValue false */
+  enableMixedMessageType?: boolean;
+  produce?: Partial<ProduceLimits>;
+  consume?: Partial<ConsumeOptions>;
+  /** Further storage options (retention, segment size …). */
+  store?: Partial<Omit<StoreOptions, 'dataDir' | 'flush' | 'clock' | 'logger'>>;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export class Broker {
+  readonly brokerName: string;
+  readonly topics: TopicRegistry;
+  readonly groups: GroupRegistry;
+  readonly sessions: SessionRegistry;
+  readonly produce: ProduceService;
+  readonly consume: ConsumeService;
+  readonly limits: ProduceLimits;
+  readonly consumeOptions: ConsumeOptions;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    readonly store: MessageStore,
+    private readonly journal: StateJournal,
+    parts: {
+      topics: TopicRegistry;
+      groups: GroupRegistry;
+      sessions: SessionRegistry;
+      consume: ConsumeService;
+      limits: ProduceLimits;
+      consumeOptions: ConsumeOptions;
+    },
+    opts: BrokerOptions,
+    readonly clock: Clock,
+    readonly logger: Logger,
+  ) {
+    this.brokerName = opts.brokerName ?? 'broker-0';
+    this.topics = parts.topics;
+    this.groups = parts.groups;
+    this.sessions = parts.sessions;
+    this.consume = parts.consume;
+    this.limits = parts.limits;
+    this.consumeOptions = parts.consumeOptions;
+    this.produce = new ProduceService(store, this.topics, this.limits, {
+      autoCreateTopics: opts.autoCreateTopics ?? false,
+      now: () => clock.now(),
+    });
+  }
+
+  static async open(opts: BrokerOptions): Promise<Broker> {
+    const clock = opts.clock ?? systemClock;
+    const logger = opts.logger ?? silentLogger();
+    await mkdir(opts.dataDir, { recursive: true });
+    const store = await MessageStore.open({
+      ...opts.store,
+      dataDir: join(opts.dataDir, 'store'),
+      flush: opts.flush ?? 'sync',
+      clock,
+      logger: logger.child({ module: 'store' }),
+    });
+    try {
+      const now = () => clock.now();
+      const limits = { ...DEFAULT_PRODUCE_LIMITS, ...opts.produce };
+      const consumeOptions = {
+        ...DEFAULT_CONSUME_OPTIONS,
+        autoCreateGroups: opts.autoCreateGroups ?? false,
+        ...opts.consume,
+      };
+      const topics = new TopicRegistry(opts.enableMixedMessageType ?? false);
+      const groups = new GroupRegistry();
+      const sessions = new SessionRegistry(now);
+      const handles = await ReceiptHandles.load(opts.dataDir);
+      const consume = new ConsumeService(
+        store,
+        topics,
+        groups,
+        sessions,
+        handles,
+        consumeOptions,
+        now,
+        logger.child({ module: 'consume' }),
+      );
+      const journal = await StateJournal.open(
+        {
+          dir: join(opts.dataDir, 'state'),
+          flush: opts.flush ?? 'sync',
+          logger: logger.child({ module: 'state' }),
+        },
+        [topics, groups, consume],
+      );
+      topics.journal = groups.journal = consume.journal = journal;
+      const broker = new Broker(
+        store,
+        journal,
+        { topics, groups, sessions, consume, limits, consumeOptions },
+        opts,
+        clock,
+        logger,
+      );
+      consume.start();
+      broker.sweepTimer = setInterval(() => sessions.sweep(), 5_000);
+      broker.sweepTimer.unref();
+      return broker;
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+  }
+
+  /** Delete a topic's metadata and every group's consumption state for it (messages age out). */
+  async deleteTopic(name: string): Promise<void> {
+    await this.topics.delete(name);
+    await this.consume.forget({ topic: name });
+  }
+
+  async deleteGroup(name: string): Promise<void> {
+    await this.groups.delete(name);
+    await this.consume.forget({ group: name });
+  }
+
+  /** Messages by id (queryMsgById), newest first. */
+  findMessageById(messageId: string, topic?: string): Promise<StoredMessage[]> {
+    if (!messageId) throw new VelaError('ILLEGAL_MESSAGE_ID', 'a message id is required');
+    return this.store.findById(messageId, { ...(topic ? { topic } : {}), limit: 32 });
+  }
+
+  /** Messages by key (queryMsgByKey), newest first. */
+  findMessagesByKey(key: string, topic?: string, limit = 32): Promise<StoredMessage[]> {
+    if (!key) throw new VelaError('ILLEGAL_MESSAGE_KEY', 'a key is required');
+    return this.store.findByKey(key, { ...(topic ? { topic } : {}), limit });
+  }
+
+  /** Stop serving consumers, persist state and close the store. Idempotent. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = (async () => {
+        if (this.sweepTimer) clearInterval(this.sweepTimer);
+        this.consume.stop();
+        await this.journal.close();
+        await this.store.close();
+      })();
+    }
+    return this.closing;
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Consumer-group retry policies: how long a failed message waits before its next delivery.
+ * CUSTOMIZED walks a table (the last value repeats); EXPONENTIAL grows from `initial` by
+ * `multiplier` up to `max`. The JSON shape is mqadmin's `groupRetryPolicy`.
+ */
+import { VelaError } from '../common/errors.js';
+
+const S = 1000;
+const M = 60 * S;
+const H = 60 * M;
+
+/** 10 s, 30 s, 1 m, 2 m … 10 m, 20 m, 30 m, 1 h, 2 h (then 2 h again): design §3. */
+export const DEFAULT_RETRY_TABLE_MS: readonly number[] = Object.freeze([
+  10 * S,
+  30 * S,
+  1 * M,
+  2 * M,
+  3 * M,
+  4 * M,
+  5 * M,
+  6 * M,
+  7 * M,
+  8 * M,
+  9 * M,
+  10 * M,
+  20 * M,
+  30 * M,
+  1 * H,
+  2 * H,
+]);
+
+export type RetryPolicy =
+  | { type: 'CUSTOMIZED'; next: number[] }
+  | { type: 'EXPONENTIAL'; initial: number; max: number; multiplier: number };
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
+  type: 'CUSTOMIZED',
+  next: [...DEFAULT_RETRY_TABLE_MS],
+}) as RetryPolicy;
+
+/** Delay before delivery attempt `attempt + 1`, after attempt `attempt` (≥ 1) failed. */
+export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
+  const n = Math.max(1, attempt);
+  if (policy.type === 'CUSTOMIZED') {
+    const table = policy.next.length > 0 ? policy.next : DEFAULT_RETRY_TABLE_MS;
+    return table[Math.min(n - 1, table.length - 1)]!;
+  }
+  return Math.min(policy.max, policy.initial * Math.pow(policy.multiplier, Math.min(n - 1, 64)));
+}
+
+/** Parse mqadmin's JSON form: `{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[ms,…]}}` or EXPONENTIAL. */
+export function parseRetryPolicy(json: unknown): RetryPolicy {
+  const bad = (why: string) => new VelaError('ILLEGAL_GROUP_CONFIG', `retry policy: ${why}`);
+  const o = typeof json === 'string' ? safeParse(json) : json;
+  if (!o || typeof o !== 'object') throw bad('expected a JSON object');
+  const rec = o as Record<string, unknown>;
+  const type = String(rec.type ?? '').toUpperCase();
+  if (type === 'CUSTOMIZED') {
+    const c = (rec.customizedRetryPolicy ?? rec) as Record<string, unknown>;
+    const next = c.next ?? [];
+    if (!Array.isArray(next) || !next.every((x) => Number.isFinite(x) && x >= 0)) {
+      throw bad('customizedRetryPolicy.next must be a list of non-negative milliseconds');
+    }
+    return { type: 'CUSTOMIZED', next: next.length ? (next as number[]) : [...DEFAULT_RETRY_TABLE_MS] };
+  }
+  if (type === 'EXPONENTIAL') {
+    const e = (rec.exponentialRetryPolicy ?? rec) as Record<string, unknown>;
+    const initial = Number(e.initial ?? 5000);
+    const max = Number(e.max ?? 2 * H);
+    const multiplier = Number(e.multiplier ?? 2);
+    if (!(initial >= 0 && max >= initial && multiplier >= 1)) {
+      throw bad('exponentialRetryPolicy needs 0 ≤ initial ≤ max and multiplier ≥ 1');
+    }
+    return { type: 'EXPONENTIAL', initial, max, multiplier };
+  }
+  throw bad(`unknown type "${String(rec.type)}" (CUSTOMIZED or EXPONENTIAL)`);
+}
+
+/** mqadmin's JSON form of a policy. */
+export function formatRetryPolicy(p: RetryPolicy): Record<string, unknown> {
+  return p.type === 'CUSTOMIZED'
+    ? { type: 'CUSTOMIZED', customizedRetryPolicy: { next: p.next } }
+    : {
+        type: 'EXPONENTIAL',
+        exponentialRetryPolicy: { initial: p.initial, max: p.max, multiplier: p.multiplier },
+      };
+}
+
+function safeParse(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return null;
+  }
+}

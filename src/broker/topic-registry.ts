@@ -1,0 +1,82 @@
+/** Topics: create, update, delete, look up. Durable through the state journal. */
+import { VelaError } from '../common/errors.js';
+import { checkTopicConfig, parseMessageType, topicDefaults, type TopicConfig } from './metadata.js';
+import { checkTopicName } from './names.js';
+import type { StateJournal, StateParticipant, StateRecord } from './state-journal.js';
+
+export interface TopicUpdate {
+  readQueueNums?: number;
+  writeQueueNums?: number;
+  perm?: number;
+  /** Attributes, e.g. `{ "message.type": "FIFO" }`. */
+  attributes?: Record<string, string>;
+}
+
+export class TopicRegistry implements StateParticipant {
+  readonly stateKey = 'topics';
+  private readonly topics = new Map<string, TopicConfig>();
+  journal!: StateJournal;
+
+  constructor(private readonly allowMixed: boolean) {}
+
+  get(name: string): TopicConfig | undefined {
+    return this.topics.get(name);
+  }
+
+  /** The topic, or `TOPIC_NOT_FOUND`. */
+  require(name: string): TopicConfig {
+    const t = this.topics.get(name);
+    if (!t) throw new VelaError('TOPIC_NOT_FOUND', name);
+    return t;
+  }
+
+  list(): TopicConfig[] {
+    return [...this.topics.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Create or update a topic (mqadmin `updateTopic`). System topics (%DLQ%, %RETRY%) are allowed here. */
+  async upsert(name: string, update: TopicUpdate, opts: { system?: boolean } = {}): Promise<TopicConfig> {
+    if (!opts.system) checkTopicName(name);
+    const cur = this.topics.get(name) ?? topicDefaults(name);
+    const attributes = { ...cur.attributes };
+    let messageType = cur.messageType;
+    for (const [k, v] of Object.entries(update.attributes ?? {})) {
+      if (k === 'message.type') messageType = parseMessageType(v, this.allowMixed);
+      else attributes[k] = v;
+    }
+    const next: TopicConfig = {
+      name,
+      readQueueNums: update.readQueueNums ?? cur.readQueueNums,
+      writeQueueNums: update.writeQueueNums ?? cur.writeQueueNums,
+      perm: update.perm ?? cur.perm,
+      messageType,
+      attributes,
+    };
+    checkTopicConfig(next);
+    await this.journal.append({ k: 'topic', v: next });
+    this.topics.set(name, next);
+    return next;
+  }
+
+  async delete(name: string): Promise<void> {
+    this.require(name);
+    await this.journal.append({ k: 'topic-', name });
+    this.topics.delete(name);
+  }
+
+  apply(rec: StateRecord): boolean {
+    if (rec.k === 'topic') this.topics.set((rec.v as TopicConfig).name, rec.v as TopicConfig);
+    else if (rec.k === 'topic-') this.topics.delete(rec.name as string);
+    else return false;
+    return true;
+  }
+
+  snapshot(): unknown {
+    return [...this.topics.values()];
+  }
+
+  restore(data: unknown): void {
+    this.topics.clear();
+    for (const t of data as TopicConfig[]) this.topics.set(t.name, t);
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * Client lifecycle: Telemetry (the Settings exchange), Heartbeat and NotifyClientTermination.
+ *
+ * Every Settings command is answered at once on the same stream with the client's settings merged
+ * with ours (protocol.md §7.2): producers always get an exponential backoff policy and a
+ * `max_body_size` (the Node client crashes or refuses every send without them); consumers get the
+ * batch size, long-polling time, FIFO flag and the group's retry policy. The server never ends a
+ * Telemetry stream on its own, except when shutting down.
+ */
+import type { Broker } from '../../broker/broker.js';
+import { checkGroupName } from '../../broker/names.js';
+import type { GroupConfig } from '../../broker/metadata.js';
+import { ClientType } from '../../broker/sessions.js';
+import { VelaError } from '../../common/errors.js';
+import { fromMillis } from '../codec.js';
+import { resourceName, type CallContext } from '../context.js';
+import { fromInternal } from '../namespace.js';
+import { OK_STATUS } from '../status.js';
+import {
+  WireClientType,
+  type RetryPolicyWire,
+  type Resource,
+  type Settings,
+  type TelemetryCommand,
+} from '../wire-types.js';
+
+const CLIENT_TYPES: Record<number, ClientType> = {
+  [WireClientType.PRODUCER]: ClientType.PRODUCER,
+  [WireClientType.PUSH_CONSUMER]: ClientType.PUSH_CONSUMER,
+  [WireClientType.SIMPLE_CONSUMER]: ClientType.SIMPLE_CONSUMER,
+  [WireClientType.PULL_CONSUMER]: ClientType.PULL_CONSUMER,
+  [WireClientType.LITE_PUSH_CONSUMER]: ClientType.LITE_PUSH_CONSUMER,
+  [WireClientType.LITE_SIMPLE_CONSUMER]: ClientType.LITE_SIMPLE_CONSUMER,
+};
+
+const LANGUAGES = [
+  'UNSPECIFIED',
+  'JAVA',
+  'CPP',
+  'DOT_NET',
+  'GOLANG',
+  'RUST',
+  'PYTHON',
+  'PHP',
+  'NODE_JS',
+  'RUBY',
+  'OBJECTIVE_C',
+  'DART',
+  'KOTLIN',
+];
+
+/** Producer retries, as the seed says: exponential, 1 s initial, ×1.6, at most 120 s. */
+const PRODUCER_BACKOFF: RetryPolicyWire = {
+  max_attempts: 3,
+  exponential_backoff: { initial: fromMillis(1000), max: fromMillis(120_000), multiplier: 1.6 },
+};
+
+const RECEIVE_BATCH_SIZE = 32;
+
+export function consumerBackoff(g: GroupConfig): RetryPolicyWire {
+  const max_attempts = g.retryMaxTimes + 1;
+  const p = g.retryPolicy;
+  if (p.type === 'EXPONENTIAL') {
+    return {
+      max_attempts,
+      exponential_backoff: {
+        initial: fromMillis(p.initial),
+        max: fromMillis(p.max),
+        multiplier: p.multiplier,
+      },
+    };
+  }
+  return { max_attempts, customized_backoff: { next: p.next.map(fromMillis) } };
+}
+
+/** Answer one Settings command: record the session and build the merged reply. */
+export async function settingsReply(
+  broker: Broker,
+  ctx: CallContext,
+  s: Settings,
+): Promise<TelemetryCommand> {
+  const clientType = CLIENT_TYPES[s.client_type ?? 0];
+  if (!clientType) throw new VelaError('UNRECOGNIZED_CLIENT_TYPE', String(s.client_type));
+  const ua = s.user_agent ?? {};
+  const common = {
+    clientType,
+    ...(ua.language !== undefined ? { language: LANGUAGES[ua.language] ?? String(ua.language) } : {}),
+    ...(ua.version ? { version: ua.version } : {}),
+    ...(ua.hostname ? { hostname: ua.hostname } : {}),
+    remoteAddress: ctx.peer,
+    telemetryOpen: true,
+  };
+  if (clientType === ClientType.PRODUCER) {
+    const topics = (s.publishing?.topics ?? []).map((t: Resource) => resourceName(ctx, t));
+    broker.sessions.upsert(ctx.clientId, { ...common, topics });
+    return {
+      status: OK_STATUS,
+      settings: {
+        ...s,
+        backoff_policy: PRODUCER_BACKOFF,
+        publishing: {
+          ...s.publishing,
+          max_body_size: broker.limits.maxBodySize,
+          validate_message_type: true,
+        },
+        metric: { on: false },
+      },
+    };
+  }
+  const groupName = resourceName(ctx, s.subscription?.group);
+  checkGroupName(fromInternal(groupName).name);
+  const group = await broker.consume.requireGroup(groupName);
+  const topics = (s.subscription?.subscriptions ?? []).map((e) => resourceName(ctx, e.topic));
+  broker.sessions.upsert(ctx.clientId, { ...common, group: groupName, topics });
+  return {
+    status: OK_STATUS,
+    settings: {
+      ...s,
+      backoff_policy: consumerBackoff(group),
+      subscription: {
+        ...s.subscription,
+        fifo: group.consumeMessageOrderly,
+        receive_batch_size: RECEIVE_BATCH_SIZE,
+        long_polling_timeout:
+          s.subscription?.long_polling_timeout ?? fromMillis(broker.consumeOptions.maxPollMs),
+      },
+      metric: { on: false },
+    },
+  };
+}
+
+export function heartbeat(
+  broker: Broker,
+  ctx: CallContext,
+  req: { group?: Resource; client_type?: number },
+): { status: typeof OK_STATUS } {
+  const clientType = CLIENT_TYPES[req.client_type ?? 0];
+  broker.sessions.upsert(ctx.clientId, {
+    ...(clientType ? { clientType } : {}),
+    ...(req.group?.name ? { group: resourceName(ctx, req.group) } : {}),
+  });
+  return { status: OK_STATUS };
+}
+
+export function notifyClientTermination(broker: Broker, ctx: CallContext): { status: typeof OK_STATUS } {
+  broker.sessions.end(ctx.clientId);
+  return { status: OK_STATUS };
+}

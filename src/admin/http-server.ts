@@ -39,13 +39,11 @@ export async function startAdminHttp(
     }
     const status = (err as { statusCode?: number }).statusCode ?? 500;
     if (status >= 500) opts.logger.error({ err }, 'admin API error');
-    void reply
-      .status(status)
-      .send({
-        code: status >= 500 ? Code.INTERNAL_SERVER_ERROR : Code.BAD_REQUEST,
-        error: 'BAD_REQUEST',
-        message: (err as Error).message,
-      });
+    void reply.status(status).send({
+      code: status >= 500 ? Code.INTERNAL_SERVER_ERROR : Code.BAD_REQUEST,
+      error: 'BAD_REQUEST',
+      message: (err as Error).message,
+    });
   });
 
   app.get('/healthz', async () => ({ ok: true }));

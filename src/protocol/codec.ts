@@ -45,13 +45,29 @@ export function messagingServiceDefinition(): ServiceDefinition {
       requestStream: !!m.requestStream,
       responseStream: !!m.responseStream,
       requestSerialize: (o: unknown) => Buffer.from(req.encode(o as protobuf.Message).finish()),
-      requestDeserialize: (b: Buffer) => req.toObject(req.decode(b), DECODE_OPTIONS),
+      requestDeserialize: (b: Buffer) => {
+        try {
+          return req.toObject(req.decode(b), DECODE_OPTIONS);
+        } catch (err) {
+          // Answered with a BAD_REQUEST status by the handler instead of a bare gRPC error.
+          return { [MALFORMED]: (err as Error).message };
+        }
+      },
       responseSerialize: (o: unknown) => Buffer.from(res.encode(o as protobuf.Message).finish()),
       responseDeserialize: (b: Buffer) => res.toObject(res.decode(b), DECODE_OPTIONS),
       originalName: name,
     };
   }
   return def as ServiceDefinition;
+}
+
+/** Marks a request whose bytes did not decode. */
+export const MALFORMED = Symbol('malformed request');
+
+export function malformedReason(request: unknown): string | undefined {
+  return request && typeof request === 'object' && MALFORMED in request
+    ? String((request as Record<symbol, unknown>)[MALFORMED])
+    : undefined;
 }
 
 /** Decoded objects: enums as numbers, bytes as Buffer, absent optional fields absent. */

@@ -2,6 +2,7 @@
 import type { Metadata } from '@grpc/grpc-js';
 import { VelaError } from '../common/errors.js';
 import { toInternal } from './namespace.js';
+import { malformedReason } from './codec.js';
 import type { Resource } from './wire-types.js';
 
 export interface CallContext {
@@ -18,9 +19,11 @@ function header(md: Metadata, name: string): string {
 }
 
 export function contextOf(
-  call: { metadata: Metadata; getPeer(): string; getDeadline(): Date | number },
+  call: { metadata: Metadata; getPeer(): string; getDeadline(): Date | number; request?: unknown },
   requireClientId = true,
 ): CallContext {
+  const malformed = malformedReason(call.request);
+  if (malformed !== undefined) throw new VelaError('BAD_REQUEST', `malformed protobuf request: ${malformed}`);
   const clientId = header(call.metadata, 'x-mq-client-id');
   if (requireClientId && !clientId) throw new VelaError('CLIENT_ID_REQUIRED');
   const d = call.getDeadline();

@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Broker } from '../broker/broker.js';
 import { VelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import { fromMillis, messagingServiceDefinition } from './codec.js';
+import { fromMillis, malformedReason, messagingServiceDefinition } from './codec.js';
 import { contextOf, type CallContext } from './context.js';
 import { statusOf } from './status.js';
 import { queryAssignment, queryRoute, type RouteEndpoint } from './handlers/route.js';
@@ -182,6 +182,17 @@ export class GrpcEndpoint {
         }
         this.telemetry.add(call);
         call.on('data', (cmd: TelemetryCommand) => {
+          const malformed = malformedReason(cmd);
+          if (malformed !== undefined) {
+            call.write({
+              status: statusOf(
+                new VelaError('BAD_REQUEST', `malformed telemetry command: ${malformed}`),
+                log,
+                'Telemetry',
+              ),
+            });
+            return;
+          }
           if (!cmd.settings) return; // diagnostics replies (thread stack, verify result): nothing to do
           settingsReply(broker, ctx, cmd.settings).then(
             (reply) => call.write(reply),

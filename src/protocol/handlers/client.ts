@@ -142,7 +142,12 @@ export function heartbeat(
   return { status: OK_STATUS };
 }
 
-export function notifyClientTermination(broker: Broker, ctx: CallContext): { status: typeof OK_STATUS } {
+export async function notifyClientTermination(
+  broker: Broker,
+  ctx: CallContext,
+): Promise<{ status: typeof OK_STATUS }> {
   broker.sessions.end(ctx.clientId);
+  // Also when the client never opened a session: whatever it holds goes back to its group now.
+  await broker.consume.releaseClient(ctx.clientId);
   return { status: OK_STATUS };
 }

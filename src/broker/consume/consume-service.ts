@@ -219,10 +219,35 @@ export class ConsumeService implements StateParticipant {
 
   /** Acknowledge a delivery: the message is consumed for this group. */
   async ack(group: string, topic: string, receiptHandle: string): Promise<void> {
-    const { s, key } = this.liveDelivery(group, topic, receiptHandle);
-    const d = s.deliveries.get(key)!;
-    s.deliveries.delete(key);
-    await this.journal.append({ k: 'ack', g: group, t: topic, q: d.queueId, o: d.offset });
+    const [refused] = await this.ackMany(group, topic, [receiptHandle]);
+    if (refused) throw refused;
+  }
+
+  /**
+   * Acknowledge several deliveries with one journal write (one fsync). Returns, per handle, null or
+   * the error that refused it.
+   */
+  async ackMany(
+    group: string,
+    topic: string,
+    receiptHandles: readonly string[],
+  ): Promise<(VelaError | null)[]> {
+    const results: (VelaError | null)[] = [];
+    const acked: [number, number][] = [];
+    for (const h of receiptHandles) {
+      try {
+        const { s, key } = this.liveDelivery(group, topic, h);
+        const d = s.deliveries.get(key)!;
+        s.deliveries.delete(key);
+        acked.push([d.queueId, d.offset]);
+        results.push(null);
+      } catch (err) {
+        if (!(err instanceof VelaError)) throw err;
+        results.push(err);
+      }
+    }
+    if (acked.length > 0) await this.journal.append({ k: 'acks', g: group, t: topic, items: acked });
+    return results;
   }
 
   /**
@@ -359,11 +384,16 @@ export class ConsumeService implements StateParticipant {
         }
         return true;
       }
-      case 'ack':
-        this.states
-          .get(skey(rec.g as string, rec.t as string))
-          ?.deliveries.delete(dkey(rec.q as number, rec.o as number));
+      case 'ack': {
+        const s = this.states.get(skey(rec.g as string, rec.t as string));
+        s?.deliveries.delete(dkey(rec.q as number, rec.o as number));
         return true;
+      }
+      case 'acks': {
+        const s = this.states.get(skey(rec.g as string, rec.t as string));
+        for (const [q, o] of rec.items as [number, number][]) s?.deliveries.delete(dkey(q, o));
+        return true;
+      }
       case 'inv': {
         const d = this.states
           .get(skey(rec.g as string, rec.t as string))

@@ -101,16 +101,19 @@ export async function ackMessage(
   const wanted = req.entries ?? [];
   if (wanted.length === 0) throw new VelaError('BAD_REQUEST', 'no entry to acknowledge');
   broker.sessions.touch(ctx.clientId);
-  const entries = [];
-  for (const e of wanted) {
-    let status: Status = OK_STATUS;
-    try {
-      await broker.consume.ack(group, topic, e.receipt_handle ?? '');
-    } catch (err) {
-      status = statusOf(err, logger, 'AckMessage');
-    }
-    entries.push({ message_id: e.message_id ?? '', receipt_handle: e.receipt_handle ?? '', status });
-  }
+  const results = await broker.consume.ackMany(
+    group,
+    topic,
+    wanted.map((e) => e.receipt_handle ?? ''),
+  );
+  const entries = wanted.map((e, i) => {
+    const err = results[i];
+    return {
+      message_id: e.message_id ?? '',
+      receipt_handle: e.receipt_handle ?? '',
+      status: err ? statusOf(err, logger, 'AckMessage') : OK_STATUS,
+    };
+  });
   return { status: batchStatus(entries.map((e) => e.status)), entries };
 }
 

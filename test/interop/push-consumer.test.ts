@@ -1,0 +1,184 @@
+/**
+ * Interop: the official Node client's PushConsumer (rocketmq-client-nodejs 1.0.8) against Vela.
+ * The consumer runs in a child process (push-consumer-child.ts): it never exits by itself.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Producer } from 'rocketmq-client-nodejs';
+import { startBroker } from '../../src/server.js';
+import { tempDir } from '../helpers.js';
+import {
+  MIN_INVISIBLE_MS,
+  clientLogger,
+  createGroup,
+  createTopic,
+  progressOf,
+  simpleConsumer,
+  type InteropBroker,
+} from './support.js';
+
+const CHILD = fileURLToPath(new URL('./push-consumer-child.ts', import.meta.url));
+
+/**
+ * The push consumer sends no long-polling time and uses the one in the Settings reply (the broker's
+ * maxPollMs); its shutdown waits for the ReceiveMessage in flight. With the 20 s default every
+ * shutdown would take ~20 s, so this broker polls for at most 2 s.
+ */
+const MAX_POLL_MS = 2000;
+
+interface ChildEvent {
+  event: 'started' | 'consumed' | 'shutdown' | 'error';
+  [k: string]: unknown;
+}
+
+interface ChildRun {
+  events: ChildEvent[];
+  started: Promise<ChildEvent>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
+}
+
+function runChild(args: string[], timeoutMs = 30_000): ChildRun {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const events: ChildEvent[] = [];
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  let onStarted: (e: ChildEvent) => void = () => {};
+  const started = new Promise<ChildEvent>((resolve) => (onStarted = resolve));
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    let e: ChildEvent;
+    try {
+      e = JSON.parse(line) as ChildEvent;
+    } catch {
+      stderr += `(stdout) ${line}\n`;
+      return;
+    }
+    events.push(e);
+    if (e.event === 'started') onStarted(e);
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>(
+    (resolve) =>
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        // Let the last stdout lines drain.
+        setImmediate(() => resolve({ code, signal, stderr }));
+      }),
+  );
+  void exited.then((r) => onStarted({ event: 'error', message: `exited early: ${r.code} ${r.signal}` }));
+  return { events, started, exited };
+}
+
+function consumedOf(events: ChildEvent[]): ChildEvent[] {
+  return events.filter((e) => e.event === 'consumed');
+}
+
+// The tests are independent (own topic, group and child) and mostly wait on their child: run them together.
+describe('interop: PushConsumer (child process)', { concurrency: true }, () => {
+  let b: InteropBroker;
+  let producer: Producer;
+  let dir: ReturnType<typeof tempDir>;
+
+  before(async () => {
+    dir = tempDir('vela-interop-push-');
+    const running = await startBroker({
+      dataDir: dir.path,
+      host: '127.0.0.1',
+      grpcPort: 0,
+      httpPort: 0,
+      consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS },
+      shutdownGraceMs: 1000,
+    });
+    b = { running, endpoints: `127.0.0.1:${running.grpcPort}`, close: () => running.close() };
+    producer = new Producer({ endpoints: b.endpoints, namespace: '', logger: clientLogger() });
+    await producer.startup();
+  });
+  after(async () => {
+    await producer.shutdown();
+    await b.close();
+    dir.cleanup();
+  });
+
+  async function assertNothingLeft(group: string, topic: string): Promise<void> {
+    assert.deepEqual(progressOf(b, group, topic).lag, 0, 'no lag');
+    assert.deepEqual(progressOf(b, group, topic).inflight, 0, 'nothing in flight');
+    assert.deepEqual(progressOf(b, group, topic).ready, 0, 'nothing waiting for redelivery');
+    const c = await simpleConsumer(b, group, topic, { awaitDuration: 500 });
+    try {
+      assert.deepEqual(await c.receive(32, 10_000), [], 'a later consumer of the group gets nothing');
+    } finally {
+      await c.shutdown();
+    }
+  }
+
+  test('consumes with SUCCESS: every message once, acked, and the process shuts down cleanly', async (t) => {
+    const topic = await createTopic(b, 'PushOk');
+    const group = await createGroup(b, 'GPushOk');
+    const sent = new Map<string, string>();
+    for (let i = 0; i < 20; i++) {
+      const body = `before-${i}`;
+      sent.set(
+        (await producer.send({ topic, tag: 'T', keys: [`k${i}`], body: Buffer.from(body) })).messageId,
+        body,
+      );
+    }
+    const run = runChild([b.endpoints, topic, group, '30']);
+    const started = await run.started;
+    assert.equal(started.event, 'started', String(started.message));
+    // The broker knows the push consumer while it runs.
+    const session = b.running.broker.sessions.get(String(started.clientId));
+    assert.equal(session?.clientType, 'PUSH_CONSUMER');
+    assert.equal(session?.group, group);
+    // Messages sent while it runs arrive too.
+    for (let i = 0; i < 10; i++) {
+      const body = `after-${i}`;
+      sent.set((await producer.send({ topic, tag: 'T', body: Buffer.from(body) })).messageId, body);
+    }
+    const exit = await run.exited;
+    assert.equal(exit.code, 0, `child exit ${exit.code} ${exit.signal}\n${exit.stderr}`);
+    assert.deepEqual(
+      run.events.filter((e) => e.event === 'error'),
+      [],
+    );
+    const consumed = consumedOf(run.events);
+    assert.equal(consumed.length, 30, 'each message consumed once');
+    for (const e of consumed) {
+      assert.equal(sent.get(String(e.messageId)), e.body, `body of ${String(e.messageId)}`);
+      assert.equal(e.deliveryAttempt, 1);
+      assert.equal(e.tag, 'T');
+      assert.equal(e.corrupted, false);
+      assert.equal(typeof e.offset, 'number');
+    }
+    assert.deepEqual(new Set(consumed.map((e) => e.messageId)), new Set(sent.keys()));
+    const shutdown = run.events.find((e) => e.event === 'shutdown');
+    assert.ok(shutdown, 'shutdown() returned');
+    t.diagnostic(`push consumer shutdown took ${String(shutdown.ms)} ms`);
+    assert.ok(Number(shutdown.ms) < MAX_POLL_MS + 3000, `shutdown took ${String(shutdown.ms)} ms`);
+    // NotifyClientTermination ended the session.
+    assert.equal(b.running.broker.sessions.get(String(started.clientId)), undefined);
+    await assertNothingLeft(group, topic);
+  });
+
+  test('tag filter: only matching messages reach the listener', async () => {
+    const topic = await createTopic(b, 'PushTag');
+    const group = await createGroup(b, 'GPushTag');
+    const wanted = new Set<string>();
+    for (let i = 0; i < 10; i++) {
+      const tag = i % 2 === 0 ? 'TagA' : 'TagB';
+      const r = await producer.send({ topic, tag, body: Buffer.from(`${tag}-${i}`) });
+      if (tag === 'TagA') wanted.add(r.messageId);
+    }
+    const run = runChild([b.endpoints, topic, group, '5', 'TagA']);
+    const exit = await run.exited;
+    assert.equal(exit.code, 0, `child exit ${exit.code} ${exit.signal}\n${exit.stderr}`);
+    const consumed = consumedOf(run.events);
+    assert.ok(consumed.every((e) => e.tag === 'TagA'));
+    assert.deepEqual(new Set(consumed.map((e) => e.messageId)), wanted);
+    assert.equal(consumed.length, 5);
+    await assertNothingLeft(group, topic);
+  });
+});

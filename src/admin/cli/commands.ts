@@ -1,0 +1,349 @@
+/**
+ * `vela admin <command>`: mqadmin's commands, with mqadmin's names and flags, on top of the admin
+ * HTTP API. `-n` is the admin HTTP address (mqadmin's name-server flag: with Vela the broker is its own
+ * name server); `--json` prints the API's answer instead of the table. Cluster and broker flags
+ * (`-c`, `-b`) are accepted and ignored: there is one broker.
+ */
+import { Option, type Command } from 'commander';
+import type { GroupView, TopicView } from '../operations.js';
+import { CliError } from '../../cli/cli-error.js';
+import { AdminClient, DEFAULT_ADMIN_ADDR } from './admin-client.js';
+import { parseAttributes, parseBoolean, parseInteger, parseRetryPolicyJson } from './arguments.js';
+import { formatJson } from './table.js';
+import {
+  renderBrokerStatus,
+  renderConsumerConnection,
+  renderConsumerProgress,
+  renderGroupConfig,
+  renderGroupList,
+  renderMessageList,
+  renderMessages,
+  renderTopicConfig,
+  renderTopicList,
+  renderTopicRouteTable,
+  renderTopicStatus,
+  type BrokerInfo,
+  type ConsumerConnections,
+  type ConsumerProgress,
+  type MessageViews,
+  type TopicRoute,
+  type TopicStatus,
+} from './render.js';
+
+/** Options every admin command takes. */
+interface CommonOptions {
+  namesrvAddr?: string;
+  json?: boolean;
+}
+
+const out = (text: string) => void process.stdout.write(text);
+const seg = (name: string) => encodeURIComponent(name);
+
+/** The admin command, with every mqadmin subcommand, added to `program`. */
+export function registerAdminCommands(program: Command): Command {
+  const admin = program
+    .command('admin')
+    .description('mqadmin-compatible administration over the broker admin HTTP API')
+    .addHelpText(
+      'after',
+      `\nEvery command takes -n <host:port> (the admin HTTP address; default ${DEFAULT_ADMIN_ADDR} or ` +
+        'VELA_ADMIN_ADDR) and --json (print the raw JSON answer).\n' +
+        'Exit codes: 0 success, 1 the server refused or could not be reached, 2 usage error.',
+    );
+
+  /** A subcommand with the common options, whose action gets a client and the parsed options. */
+  function sub<O extends CommonOptions>(
+    name: string,
+    description: string,
+    configure: (cmd: Command) => Command,
+    action: (client: AdminClient, opts: O) => Promise<void>,
+  ): void {
+    const cmd = admin.command(name).description(description);
+    configure(cmd);
+    cmd
+      .addOption(
+        new Option('-n, --namesrvAddr <host:port>', 'admin HTTP address of the broker')
+          .env('VELA_ADMIN_ADDR')
+          .default(DEFAULT_ADMIN_ADDR),
+      )
+      .option('--json', 'print the raw JSON answer')
+      .action(async (opts: O) => {
+        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR), opts);
+      });
+  }
+
+  const ignored = (cmd: Command, ...flags: string[]) => {
+    for (const f of flags)
+      cmd.addOption(new Option(f, 'accepted for mqadmin compatibility; ignored').hideHelp());
+    return cmd;
+  };
+
+  // ---- topics ---------------------------------------------------------------------------------------
+
+  sub<
+    CommonOptions & {
+      topic: string;
+      readQueueNums?: number;
+      writeQueueNums?: number;
+      perm?: number;
+      attributes?: Record<string, string>;
+    }
+  >(
+    'updateTopic',
+    'create or update a topic',
+    (cmd) =>
+      ignored(
+        cmd
+          .requiredOption('-t, --topic <topic>', 'topic name')
+          .option('-r, --readQueueNums <n>', 'read queue count (default 8 for a new topic)', parseInteger)
+          .option('-w, --writeQueueNums <n>', 'write queue count (default 8 for a new topic)', parseInteger)
+          .option('-p, --perm <perm>', 'permission: 2 write, 4 read, 6 read+write (default 6)', parseInteger)
+          .option(
+            '-a, --attributes <+key=value,…>',
+            'attributes, e.g. +message.type=FIFO (NORMAL, FIFO, DELAY, TRANSACTION)',
+            parseAttributes,
+          )
+          .option('-o, --order <true|false>', 'accepted and ignored: use -a +message.type=FIFO', parseBoolean)
+          .option('-c, --clusterName <cluster>', 'accepted and ignored (one broker)')
+          .option('-b, --brokerAddr <addr>', 'accepted and ignored (one broker)'),
+        '-u, --unit <bool>',
+        '-s, --hasUnitSub <bool>',
+      ),
+    async (client, o) => {
+      const topic = await client.post<TopicView>('/api/topics', {
+        topic: o.topic,
+        readQueueNums: o.readQueueNums,
+        writeQueueNums: o.writeQueueNums,
+        perm: o.perm,
+        attributes: o.attributes,
+      });
+      out(
+        o.json
+          ? formatJson(topic)
+          : `create topic to ${client.baseUrl} success.\n${renderTopicConfig(topic)}`,
+      );
+    },
+  );
+
+  sub<CommonOptions & { topic: string }>(
+    'deleteTopic',
+    'delete a topic (and its messages from the consumers’ view)',
+    (cmd) =>
+      cmd
+        .requiredOption('-t, --topic <topic>', 'topic name')
+        .option('-c, --clusterName <cluster>', 'accepted and ignored (one broker)'),
+    async (client, o) => {
+      const res = await client.delete<{ deleted: string }>(`/api/topics/${seg(o.topic)}`);
+      out(o.json ? formatJson(res) : `delete topic [${o.topic}] from broker [${client.baseUrl}] success.\n`);
+    },
+  );
+
+  sub<CommonOptions>(
+    'topicList',
+    'list topics with their message type, queues and permission',
+    (cmd) => cmd.option('-c, --clusterModel', 'accepted and ignored (one broker)'),
+    async (client, o) => {
+      const topics = await client.get<TopicView[]>('/api/topics');
+      out(o.json ? formatJson(topics) : renderTopicList(topics));
+    },
+  );
+
+  sub<CommonOptions & { topic: string }>(
+    'topicStatus',
+    'min/max offset and last update of each queue of a topic',
+    (cmd) => cmd.requiredOption('-t, --topic <topic>', 'topic name'),
+    async (client, o) => {
+      const status = await client.get<TopicStatus>(`/api/topics/${seg(o.topic)}/status`);
+      out(o.json ? formatJson(status) : renderTopicStatus(status));
+    },
+  );
+
+  sub<CommonOptions & { topic: string; list?: boolean }>(
+    'topicRoute',
+    'the route clients get for a topic (JSON, as mqadmin prints it; -l for a table)',
+    (cmd) =>
+      cmd
+        .requiredOption('-t, --topic <topic>', 'topic name')
+        .option('-l, --list', 'print a table instead of JSON'),
+    async (client, o) => {
+      const route = await client.get<TopicRoute>(`/api/topics/${seg(o.topic)}/route`);
+      out(o.list && !o.json ? renderTopicRouteTable(route) : formatJson(route));
+    },
+  );
+
+  // ---- consumer groups ------------------------------------------------------------------------------
+
+  sub<
+    CommonOptions & {
+      groupName: string;
+      retryMaxTimes?: number;
+      consumeMessageOrderly?: boolean;
+      consumeBroadcastEnable?: boolean;
+      consumeEnable?: boolean;
+      groupRetryPolicy?: Record<string, unknown>;
+      fifoRetryIntervalMs?: number;
+    }
+  >(
+    'updateSubGroup',
+    'create or update a consumer group',
+    (cmd) =>
+      ignored(
+        cmd
+          .requiredOption('-g, --groupName <group>', 'consumer group name')
+          .option('-r, --retryMaxTimes <n>', 'retries before the DLQ (default 16)', parseInteger)
+          .option(
+            '-o, --consumeMessageOrderly <true|false>',
+            'FIFO consumption (default false)',
+            parseBoolean,
+          )
+          .option(
+            '-d, --consumeBroadcastEnable <true|false>',
+            'allow broadcast consumption (default true)',
+            parseBoolean,
+          )
+          .option('-s, --consumeEnable <true|false>', 'allow consumption (default true)', parseBoolean)
+          .option(
+            '-p, --groupRetryPolicy <json>',
+            'retry policy, e.g. {"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000,"max":60000,"multiplier":2}}',
+            parseRetryPolicyJson,
+          )
+          .option(
+            '--fifoRetryIntervalMs <ms>',
+            'retry interval of FIFO consumption (default 1000)',
+            parseInteger,
+          )
+          .option('-c, --clusterName <cluster>', 'accepted and ignored (one broker)')
+          .option('-b, --brokerAddr <addr>', 'accepted and ignored (one broker)'),
+        '-m, --consumeFromMinEnable <bool>',
+        '-q, --retryQueueNums <n>',
+        '-i, --brokerId <id>',
+        '-w, --whichBrokerWhenConsumeSlowly <id>',
+        '-a, --notifyConsumerIdsChanged <bool>',
+      ),
+    async (client, o) => {
+      const group = await client.post<GroupView>('/api/groups', {
+        group: o.groupName,
+        retryMaxTimes: o.retryMaxTimes,
+        consumeMessageOrderly: o.consumeMessageOrderly,
+        consumeBroadcastEnable: o.consumeBroadcastEnable,
+        consumeEnable: o.consumeEnable,
+        groupRetryPolicy: o.groupRetryPolicy,
+        fifoRetryIntervalMs: o.fifoRetryIntervalMs,
+      });
+      out(
+        o.json
+          ? formatJson(group)
+          : `create subscription group to ${client.baseUrl} success.\n${renderGroupConfig(group)}`,
+      );
+    },
+  );
+
+  sub<CommonOptions & { groupName: string }>(
+    'deleteSubGroup',
+    'delete a consumer group',
+    (cmd) =>
+      ignored(
+        cmd
+          .requiredOption('-g, --groupName <group>', 'consumer group name')
+          .option('-c, --clusterName <cluster>', 'accepted and ignored (one broker)')
+          .option('-b, --brokerAddr <addr>', 'accepted and ignored (one broker)'),
+        '-r, --removeOffset <bool>',
+      ),
+    async (client, o) => {
+      const res = await client.delete<{ deleted: string }>(`/api/groups/${seg(o.groupName)}`);
+      out(
+        o.json
+          ? formatJson(res)
+          : `delete subscription group [${o.groupName}] from broker [${client.baseUrl}] success.\n`,
+      );
+    },
+  );
+
+  sub<CommonOptions>(
+    'groupList',
+    'list consumer groups with their settings (Vela; mqadmin has no equivalent)',
+    (cmd) => cmd,
+    async (client, o) => {
+      const groups = await client.get<GroupView[]>('/api/groups');
+      out(o.json ? formatJson(groups) : renderGroupList(groups));
+    },
+  );
+
+  sub<CommonOptions & { groupName: string; topic?: string }>(
+    'consumerProgress',
+    'per queue: broker offset, consumer offset, in-flight messages and lag of a consumer group',
+    (cmd) =>
+      cmd
+        .requiredOption('-g, --groupName <group>', 'consumer group name')
+        .option('-t, --topic <topic>', 'only this topic'),
+    async (client, o) => {
+      const progress = await client.get<ConsumerProgress>(`/api/groups/${seg(o.groupName)}/progress`, {
+        topic: o.topic,
+      });
+      out(o.json ? formatJson(progress) : renderConsumerProgress(progress));
+    },
+  );
+
+  sub<CommonOptions & { groupName: string }>(
+    'consumerConnection',
+    'the clients connected in a consumer group',
+    (cmd) =>
+      cmd
+        .requiredOption('-g, --groupName <group>', 'consumer group name')
+        .option('-b, --brokerAddr <addr>', 'accepted and ignored (one broker)'),
+    async (client, o) => {
+      const conns = await client.get<ConsumerConnections>(`/api/groups/${seg(o.groupName)}/connections`);
+      out(o.json ? formatJson(conns) : renderConsumerConnection(conns));
+    },
+  );
+
+  // ---- messages -------------------------------------------------------------------------------------
+
+  sub<CommonOptions & { msgId: string; topic?: string }>(
+    'queryMsgById',
+    'show a message by its message ID',
+    (cmd) =>
+      cmd
+        .requiredOption('-i, --msgId <id>', 'message ID')
+        .option('-t, --topic <topic>', 'the topic (narrows the search)'),
+    async (client, o) => {
+      const messages = await client.get<MessageViews>(`/api/messages/${seg(o.msgId)}`, { topic: o.topic });
+      if (messages.length === 0) {
+        throw new CliError(`no message with ID ${o.msgId}${o.topic ? ` in topic ${o.topic}` : ''}`);
+      }
+      out(o.json ? formatJson(messages) : renderMessages(messages));
+    },
+  );
+
+  sub<CommonOptions & { msgKey: string; topic: string; maxNum?: number }>(
+    'queryMsgByKey',
+    'list the messages of a topic that carry a key',
+    (cmd) =>
+      cmd
+        .requiredOption('-k, --msgKey <key>', 'message key')
+        .requiredOption('-t, --topic <topic>', 'topic name')
+        .option('-c, --maxNum <n>', 'at most this many messages (default 32)', parseInteger),
+    async (client, o) => {
+      const messages = await client.get<MessageViews>('/api/messages', {
+        key: o.msgKey,
+        topic: o.topic,
+        limit: o.maxNum,
+      });
+      out(o.json ? formatJson(messages) : renderMessageList(messages));
+    },
+  );
+
+  // ---- broker ---------------------------------------------------------------------------------------
+
+  sub<CommonOptions>(
+    'brokerStatus',
+    'broker name, counts of topics, groups and clients, and storage figures',
+    (cmd) => cmd.option('-b, --brokerAddr <addr>', 'accepted and ignored (one broker)'),
+    async (client, o) => {
+      const info = await client.get<BrokerInfo>('/api/broker');
+      out(o.json ? formatJson(info) : renderBrokerStatus(info));
+    },
+  );
+
+  return admin;
+}

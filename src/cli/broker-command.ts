@@ -1,0 +1,147 @@
+/**
+ * `vela broker`: resolve the settings, start the broker (gRPC endpoint + admin HTTP API) with a pino
+ * logger, log one ready line, and shut down cleanly on SIGINT/SIGTERM (a second signal forces the
+ * exit). Expected start-up failures (data directory locked, port in use) are one line on stderr.
+ *
+ * The broker's modules are imported only when the command runs, so `vela admin` starts fast.
+ */
+import type { Command } from 'commander';
+import type { BrokerConfig, BrokerFlags } from './broker-config.js';
+import type { RunningBroker } from '../server.js';
+import type { Logger } from '../common/logger.js';
+import { CliError, ExitCode, oneLine } from './cli-error.js';
+
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
+export function registerBrokerCommand(program: Command): void {
+  program
+    .command('broker')
+    .description('start the broker: gRPC endpoint, admin HTTP API and embedded storage')
+    .option(
+      '--data-dir <dir>',
+      'where messages and state are stored [env VELA_DATA_DIR] (default: ./vela-data)',
+    )
+    .option(
+      '--grpc-port <port[,port…]>',
+      'gRPC port(s): a comma-separated list and/or repeated; 0 picks a free port [env VELA_GRPC_PORT] (default: 8081)',
+      collect,
+    )
+    .option('--http-port <port>', 'admin HTTP port; 0 picks a free port [env VELA_HTTP_PORT] (default: 8082)')
+    .option('--host <address>', 'address to listen on [env VELA_HOST] (default: 127.0.0.1)')
+    .option('--flush <sync|async>', 'flush policy [env VELA_FLUSH] (default: sync)')
+    .option('--config <file>', 'JSON config file [env VELA_CONFIG]')
+    .option(
+      '--auto-create',
+      'create unknown topics and consumer groups on first use (development) [env VELA_AUTO_CREATE]',
+    )
+    .option(
+      '--enable-mixed-message-type',
+      'allow message.type=MIXED topics [env VELA_ENABLE_MIXED_MESSAGE_TYPE]',
+    )
+    .option(
+      '--broker-name <name>',
+      'the broker name clients see in routes [env VELA_BROKER_NAME] (default: broker-0)',
+    )
+    .option(
+      '--log-level <level>',
+      'fatal, error, warn, info, debug, trace or silent [env VELA_LOG_LEVEL] (default: info)',
+    )
+    .action(async (flags: BrokerFlags) => {
+      const code = await runBroker(flags);
+      // A server process ends here: nothing it started may keep it alive after a clean close.
+      process.exit(code);
+    });
+}
+
+/** Run the broker until a signal stops it; resolves with the process exit code. */
+export async function runBroker(flags: BrokerFlags): Promise<number> {
+  let config: BrokerConfig;
+  try {
+    const { resolveBrokerConfig } = await import('./broker-config.js');
+    config = resolveBrokerConfig(flags);
+  } catch (err) {
+    return report(err);
+  }
+
+  const { createLogger } = await import('../common/logger.js');
+  const logger = createLogger({ level: config.logLevel });
+
+  // Signals are handled from the start, so a Ctrl-C during recovery still closes the store cleanly.
+  let signalled: NodeJS.Signals | null = null;
+  let onStop: (sig: NodeJS.Signals) => void = () => {};
+  const stopped = new Promise<NodeJS.Signals>((resolve) => (onStop = resolve));
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (signalled) {
+      process.stderr.write(`vela broker: ${sig} again, exiting without a clean shutdown\n`);
+      process.exit(ExitCode.FAILURE);
+    }
+    signalled = sig;
+    onStop(sig);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  let running: RunningBroker;
+  try {
+    const { startBroker } = await import('../server.js');
+    const { toStartOptions } = await import('./broker-config.js');
+    running = await startBroker({ ...toStartOptions(config), logger });
+  } catch (err) {
+    return report(err, config, logger);
+  }
+
+  if (!signalled) {
+    const grpc = running.grpcPorts.map((p) => `${running.host}:${p}`).join(', ');
+    const http = `http://${running.host}:${running.httpPort}`;
+    logger.info(
+      {
+        grpc: running.grpcPorts.map((p) => `${running.host}:${p}`),
+        http,
+        dataDir: config.dataDir,
+        flush: config.flush,
+        configFile: config.configFile,
+      },
+      `Vela broker ready: gRPC ${grpc} · admin HTTP ${http} · data ${config.dataDir} (flush ${config.flush})`,
+    );
+  }
+
+  const sig = await stopped;
+  logger.info({ signal: sig }, `${sig} received, shutting down`);
+  try {
+    await running.close();
+  } catch (err) {
+    logger.error({ err }, 'shutdown failed');
+    return ExitCode.FAILURE;
+  }
+  logger.info('Vela broker stopped');
+  return ExitCode.OK;
+}
+
+/** One line on stderr for an expected failure; the stack only for the unexpected, and only at debug. */
+async function report(err: unknown, config?: BrokerConfig, logger?: Logger): Promise<number> {
+  if (err instanceof CliError) {
+    process.stderr.write(`vela broker: ${oneLine(err.message)}\n`);
+    return err.exitCode;
+  }
+  const { isVelaError } = await import('../common/errors.js');
+  const message = err instanceof Error ? err.message : String(err);
+  if (isVelaError(err, 'STORE_LOCKED')) {
+    process.stderr.write(
+      `vela broker: ${oneLine(message)} (is another broker running on ${config?.dataDir ?? 'it'}? ` +
+        'stop it or choose another --data-dir)\n',
+    );
+  } else if (/already in use/.test(message)) {
+    const flag = /^HTTP/.test(message)
+      ? '--http-port'
+      : /^gRPC/.test(message)
+        ? '--grpc-port'
+        : 'another port';
+    process.stderr.write(`vela broker: ${oneLine(message)} (choose another with ${flag})\n`);
+  } else if (isVelaError(err)) {
+    process.stderr.write(`vela broker: ${oneLine(message)}\n`);
+  } else {
+    process.stderr.write(`vela broker: cannot start: ${oneLine(message)}\n`);
+    logger?.debug({ err }, 'start-up failure');
+  }
+  return ExitCode.FAILURE;
+}

@@ -17,6 +17,8 @@ import { SessionRegistry } from './sessions.js';
 import { ProduceService, DEFAULT_PRODUCE_LIMITS, type ProduceLimits } from './produce.js';
 import { ConsumeService, DEFAULT_CONSUME_OPTIONS, type ConsumeOptions } from './consume/consume-service.js';
 import { ReceiptHandles } from './receipt-handle.js';
+import { FlowControl, DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flow-control.js';
+import { dlqTopicOf, resendRecord } from './consume/retry-records.js';
 
 export interface BrokerOptions {
   /** Where everything is stored. Required. */
@@ -33,6 +35,7 @@ export interface BrokerOptions {
   enableMixedMessageType?: boolean;
   produce?: Partial<ProduceLimits>;
   consume?: Partial<ConsumeOptions>;
+  flowControl?: Partial<FlowControlOptions>;
   /** Further storage options (retention, segment size …). */
   store?: Partial<Omit<StoreOptions, 'dataDir' | 'flush' | 'clock' | 'logger'>>;
   clock?: Clock;
@@ -48,6 +51,7 @@ export class Broker {
   readonly consume: ConsumeService;
   readonly limits: ProduceLimits;
   readonly consumeOptions: ConsumeOptions;
+  readonly flow: FlowControl;
   private sweepTimer: NodeJS.Timeout | null = null;
   private closing: Promise<void> | null = null;
 
@@ -73,9 +77,15 @@ export class Broker {
     this.consume = parts.consume;
     this.limits = parts.limits;
     this.consumeOptions = parts.consumeOptions;
+    this.flow = new FlowControl(
+      this.consume,
+      { ...DEFAULT_FLOW_CONTROL, ...opts.flowControl },
+      logger.child({ module: 'flow' }),
+    );
     this.produce = new ProduceService(store, this.topics, this.limits, {
       autoCreateTopics: opts.autoCreateTopics ?? false,
       now: () => clock.now(),
+      admit: (topic) => this.flow.admit(topic),
     });
   }
 
@@ -129,7 +139,8 @@ export class Broker {
         clock,
         logger,
       );
-      consume.start();
+      await consume.start();
+      broker.flow.start();
       broker.sweepTimer = setInterval(() => sessions.sweep(), 5_000);
       broker.sweepTimer.unref();
       return broker;
@@ -162,11 +173,51 @@ export class Broker {
     return this.store.findByKey(key, { ...(topic ? { topic } : {}), limit });
   }
 
+  /** Messages in a group's dead-letter queue, oldest first, from `offset`. */
+  async deadLetters(
+    group: string,
+    offset = 0,
+    limit = 32,
+  ): Promise<{ messages: StoredMessage[]; nextOffset: number; maxOffset: number }> {
+    this.groups.require(group);
+    const dlq = dlqTopicOf(group);
+    const r = await this.store.read(dlq, 0, Math.max(offset, this.store.queueState(dlq, 0).minOffset), {
+      maxCount: Math.min(Math.max(1, limit), 1000),
+      maxBytes: 16 * 1024 * 1024,
+    });
+    return { messages: r.messages, nextOffset: r.nextOffset, maxOffset: r.maxOffset };
+  }
+
+  /**
+   * Send dead letters back to their group (all of them, or those with one message id): each becomes
+   * a new message in the group's retry topic, due now, with its attempts counted afresh.
+   */
+  async resendDeadLetters(group: string, messageId?: string): Promise<number> {
+    this.groups.require(group);
+    let offset = 0;
+    let resent = 0;
+    for (;;) {
+      const page = await this.deadLetters(group, offset, 256);
+      const chosen = page.messages.filter(
+        (m) => !messageId || m.messageId === messageId || m.properties.ORIGIN_MESSAGE_ID === messageId,
+      );
+      if (chosen.length > 0) await this.store.append(chosen.map((m) => resendRecord(m, group)));
+      resent += chosen.length;
+      if (page.messages.length === 0 || page.nextOffset >= page.maxOffset) break;
+      offset = page.nextOffset;
+    }
+    if (messageId && resent === 0)
+      throw new VelaError('MESSAGE_NOT_FOUND', `no dead letter ${messageId} in ${group}`);
+    this.logger.info({ group, messageId, resent }, 'dead letters resent');
+    return resent;
+  }
+
   /** Stop serving consumers, persist state and close the store. Idempotent. */
   close(): Promise<void> {
     if (!this.closing) {
       this.closing = (async () => {
         if (this.sweepTimer) clearInterval(this.sweepTimer);
+        this.flow.stop();
         this.consume.stop();
         await this.journal.close();
         await this.store.close();

@@ -147,7 +147,11 @@ export class ProduceService {
     private readonly store: MessageStore,
     private readonly topics: TopicRegistry,
     private readonly limits: ProduceLimits,
-    private readonly options: { autoCreateTopics: boolean; now: () => number },
+    private readonly options: {
+      autoCreateTopics: boolean;
+      now: () => number;
+      admit?: (topic: string) => void;
+    },
   ) {}
 
   /**
@@ -166,6 +170,7 @@ export class ProduceService {
     if (!topic) throw new VelaError('TOPIC_NOT_FOUND', topicName);
     if ((topic.perm & Perm.WRITE) === 0)
       throw new VelaError('FORBIDDEN', `topic ${topicName} is not writable`);
+    this.options.admit?.(topicName);
 
     const results: (SendReceipt | VelaError)[] = new Array(messages.length);
     const inputs: MessageInput[] = [];

@@ -66,6 +66,7 @@ export const ErrorCatalogue = {
   ILLEGAL_INVISIBLE_TIME: entry(Code.ILLEGAL_INVISIBLE_TIME, false, 'illegal invisible duration'),
   ILLEGAL_POLLING_TIME: entry(Code.ILLEGAL_POLLING_TIME, false, 'illegal long-polling time'),
   INVALID_RECEIPT_HANDLE: entry(Code.INVALID_RECEIPT_HANDLE, false, 'invalid receipt handle'),
+  MESSAGE_NOT_FOUND: entry(Code.MESSAGE_NOT_FOUND, false, 'message not found'),
   // Clients and requests
   CLIENT_ID_REQUIRED: entry(Code.CLIENT_ID_REQUIRED, false, 'the x-mq-client-id header is required'),
   UNRECOGNIZED_CLIENT_TYPE: entry(Code.UNRECOGNIZED_CLIENT_TYPE, false, 'unrecognized client type'),

@@ -13,6 +13,7 @@ import { queryAssignment, queryRoute, type RouteEndpoint } from './handlers/rout
 import { sendMessage } from './handlers/send.js';
 import {
   ackMessage,
+  forwardMessageToDeadLetterQueue,
   changeInvisibleDuration,
   receiveMessage,
   type ReceiveRequestWire,
@@ -116,9 +117,8 @@ export class GrpcEndpoint {
       ChangeInvisibleDuration: unary('ChangeInvisibleDuration', (ctx, req) =>
         changeInvisibleDuration(broker, ctx, req),
       ),
-      ForwardMessageToDeadLetterQueue: unary(
-        'ForwardMessageToDeadLetterQueue',
-        notImplemented('ForwardMessageToDeadLetterQueue', 'dead-letter queues are not built yet'),
+      ForwardMessageToDeadLetterQueue: unary('ForwardMessageToDeadLetterQueue', (ctx, req) =>
+        forwardMessageToDeadLetterQueue(broker, ctx, req),
       ),
       EndTransaction: unary(
         'EndTransaction',

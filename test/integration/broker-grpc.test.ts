@@ -248,7 +248,8 @@ test('an expired message is visible again within 100 ms of its deadline, with de
   const again = await client.receiveMessages(group, topic, { invisibleMs: 5000, pollMs: 3000 });
   const back = Date.now() - popped;
   assert.equal(again.messages.length, 1);
-  assert.equal(again.messages[0].system_properties.message_id, 'EXP');
+  assert.notEqual(again.messages[0].system_properties.message_id, 'EXP', 'a retry is a new message');
+  assert.equal(again.messages[0].user_properties.ORIGIN_MESSAGE_ID, 'EXP');
   assert.equal(again.messages[0].system_properties.delivery_attempt, 2);
   assert.ok(back >= 780 && back <= 800 + 100 + 50, `came back after ${back} ms`);
   assert.equal(
@@ -416,7 +417,7 @@ test('in-flight state survives a restart: handles stay valid, nothing comes back
     assert.equal(early.messages.length, 0, 'R2 is still in flight');
     const back = await c.receiveMessages('RestartGroup', 'RestartTopic', { pollMs: 5000 });
     assert.equal(back.messages.length, 1);
-    assert.equal(back.messages[0].system_properties.message_id, 'R2');
+    assert.equal(back.messages[0].user_properties.ORIGIN_MESSAGE_ID, 'R2');
     assert.equal(back.messages[0].system_properties.delivery_attempt, 2);
     assert.ok(Date.now() - popped >= 2450, 'not before its deadline');
     c.close();

@@ -98,7 +98,8 @@ describe('interop: client lifecycle', { concurrency: true }, () => {
       const got = await receiveN(c2, 1, { timeoutMs: 5000 });
       const t = Date.now();
       assert.equal(got.length, 1);
-      assert.equal(got[0]!.messageId, sent.messageId);
+      assert.notEqual(got[0]!.messageId, sent.messageId, 'a retry is a new message');
+      assert.equal(got[0]!.properties.get('ORIGIN_MESSAGE_ID'), sent.messageId);
       assert.equal(got[0]!.deliveryAttempt, 2);
       assert.ok(t - t0 >= invisibleMs, `visible again after ${t - t0} ms (invisible ${invisibleMs})`);
       assert.equal(progressOf(b, group, topic).lag, 0);

@@ -17,6 +17,7 @@ import {
   createTopic,
   progressOf,
   simpleConsumer,
+  uniqueName,
   type InteropBroker,
 } from './support.js';
 
@@ -179,6 +180,36 @@ describe('interop: PushConsumer (child process)', { concurrency: true }, () => {
     assert.ok(consumed.every((e) => e.tag === 'TagA'));
     assert.deepEqual(new Set(consumed.map((e) => e.messageId)), wanted);
     assert.equal(consumed.length, 5);
+    await assertNothingLeft(group, topic);
+  });
+
+  test('FIFO group: messages of each message group are consumed in order', async () => {
+    const topic = await createTopic(b, 'PushFifo', 'FIFO');
+    const group = uniqueName('GPushFifo');
+    await b.running.broker.groups.upsert(group, { consumeMessageOrderly: true });
+    const groups = ['Order-001', 'Order-002', 'Account-Alice'];
+    const perGroup = 15; // 45 in all: more than one receive batch of 32
+    for (let seq = 0; seq < perGroup; seq++) {
+      for (const g of groups) {
+        await producer.send({ topic, messageGroup: g, body: Buffer.from(`${g}#${seq}`) });
+      }
+    }
+    // A small delay per message lets a second batch arrive while the first is being consumed.
+    const run = runChild([b.endpoints, topic, group, String(groups.length * perGroup), '*', '3']);
+    const exit = await run.exited;
+    assert.equal(exit.code, 0, `child exit ${exit.code} ${exit.signal}\n${exit.stderr}`);
+    const consumed = consumedOf(run.events);
+    assert.equal(consumed.length, groups.length * perGroup);
+    for (const g of groups) {
+      const seqs = consumed
+        .filter((e) => e.messageGroup === g)
+        .map((e) => Number(String(e.body).split('#')[1]));
+      assert.deepEqual(
+        seqs,
+        Array.from({ length: perGroup }, (_, i) => i),
+        `consumption order of ${g}`,
+      );
+    }
     await assertNothingLeft(group, topic);
   });
 });

@@ -12,6 +12,7 @@ import {
   progressOf,
   receiveN,
   simpleConsumer,
+  uniqueName,
   startInteropBroker,
   type InteropBroker,
 } from './support.js';
@@ -158,7 +159,8 @@ describe('interop: SimpleConsumer', () => {
     const again = await receiveN(c, 1, { ack: false, timeoutMs: 5000 });
     const back = Date.now();
     assert.equal(again.length, 1);
-    assert.equal(again[0]!.messageId, id);
+    assert.notEqual(again[0]!.messageId, id, 'a retry is a new message');
+    assert.equal(again[0]!.properties.get('ORIGIN_MESSAGE_ID'), id);
     assert.equal(again[0]!.deliveryAttempt, 2);
     assert.ok(back >= before + 1000, `visible again ${back - before} ms after the change (1000 asked)`);
     assert.ok(back <= changed + 1000 + 500, `visible again ${back - changed} ms after the change`);
@@ -182,7 +184,8 @@ describe('interop: SimpleConsumer', () => {
     const t2 = Date.now();
     assert.equal(second.length, 1, 'redelivered within the long poll');
     const m = second[0]!;
-    assert.equal(m.messageId, id);
+    assert.notEqual(m.messageId, id, 'a retry is a new message');
+    assert.equal(m.properties.get('ORIGIN_MESSAGE_ID'), id);
     assert.equal(m.body.toString(), '#0');
     assert.equal(m.deliveryAttempt, 2);
     t.diagnostic(
@@ -279,6 +282,36 @@ describe('interop: SimpleConsumer', () => {
     const byC1 = deliveries.filter((d) => d.by === 'c1').length;
     assert.ok(byC1 > 0 && byC1 < total, `both consumers got messages (c1 ${byC1} of ${total})`);
     assert.deepEqual(progressOf(b, group, topic), { lag: 0, inflight: 0, ready: 0, brokerOffsets: total });
+  });
+
+  test('FIFO group: a message group is held back while its earlier message is in flight', async () => {
+    const topic = await createTopic(b, 'ScFifo', 'FIFO');
+    const group = uniqueName('GScFifo');
+    await b.running.broker.groups.upsert(group, { consumeMessageOrderly: true });
+    const c = await consumer(group, topic, { awaitDuration: 500 });
+    const ids: string[] = [];
+    for (let seq = 0; seq < 3; seq++) {
+      ids.push(
+        (await producer.send({ topic, messageGroup: 'G1', body: Buffer.from(`G1#${seq}`) })).messageId,
+      );
+    }
+    const [first] = await c.receive(1, 30_000);
+    assert.ok(first);
+    assert.equal(first.messageId, ids[0]);
+    assert.equal(first.messageGroup, 'G1');
+    // G1#0 is in flight: G1#1 and G1#2 must wait (design §3: FIFO blocking per message group).
+    const meanwhile = await c.receive(32, 30_000);
+    assert.deepEqual(
+      meanwhile.map((m) => m.body.toString()),
+      [],
+      'nothing of G1 while G1#0 is in flight',
+    );
+    await c.ack(first);
+    const next = await receiveN(c, 2);
+    assert.deepEqual(
+      next.map((m) => m.messageId),
+      ids.slice(1),
+    );
   });
 
   test('two groups each receive every message', async () => {

@@ -1,17 +1,23 @@
 /**
- * Message-granularity consumption (RocketMQ's POP), for push and simple consumers.
+ * Message-granularity consumption (RocketMQ's POP) for push and simple consumers: the delivery state
+ * machine Ready → Inflight → Commit, or → WaitingRetry → Ready, or → DLQ.
  *
- * Per (consumer group, topic) the broker keeps the next offset to hand out on each queue and the
- * deliveries in flight. A receive takes waiting redeliveries first, then new messages from every
- * queue of the topic (whatever queue the client named), advancing the offsets at once; each message
- * handed out is invisible to the whole group until it is acked or its invisible time ends. Then it
- * is Ready again and the next delivery counts one more attempt. Acks and invisible-time changes are
- * judged against the live delivery, so stale, superseded or foreign receipt handles are refused.
+ * Per (consumer group, topic) the broker keeps the next offset to read on each queue (of the topic
+ * and of the group's retry topic) and the deliveries in flight. A receive hands out messages from
+ * every queue of the topic, whatever queue the client named; each is invisible to the whole group
+ * until acked or until its invisible time ends.
  *
- * Every change is journalled (state-journal.ts) before the client hears of it, so in-flight state
- * survives a restart. Expiry uses one deadline heap (no per-message timers) and fires within a few
- * milliseconds of the deadline.
+ * Failure (non-FIFO): the message becomes a new message in the group's retry topic, due after the
+ * retry interval (push: the group's policy for that attempt, never less, whatever the client asked;
+ * simple: at once, the invisible duration having been the wait), or goes to the DLQ once it has had
+ * retryMaxTimes + 1 deliveries. Waiting retries thus live on disk (retry-records.ts).
+ * Failure (FIFO group): the same message is delivered again after the group's fixed interval, and
+ * no later message of its message group goes out meanwhile (fifo.ts).
+ *
+ * Every change is journalled before the client hears of it, so a restart loses nothing and fires
+ * nothing early. Expiries use one deadline heap, not one timer per message.
  */
+import { createHash } from 'node:crypto';
 import { VelaError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { MessageStore, StoredMessage } from '../../store/index.js';
@@ -22,9 +28,20 @@ import type { GroupRegistry } from '../group-registry.js';
 import type { SessionRegistry } from '../sessions.js';
 import type { StateJournal, StateParticipant, StateRecord } from '../state-journal.js';
 import type { TagFilter } from '../filter.js';
+import { retryDelayMs } from '../retry-policy.js';
 import { newNonce, type ReceiptHandles } from '../receipt-handle.js';
 import { DeadlineHeap } from './deadline-heap.js';
 import { LongPollWaiters } from './long-poll.js';
+import { FifoQueue, fifoKey } from './fifo.js';
+import {
+  dlqRecord,
+  dlqTopicOf,
+  ORIGIN_MESSAGE_ID,
+  originIdOf,
+  retryRecord,
+  retryTopicOf,
+  RETRY_QUEUES,
+} from './retry-records.js';
 
 export interface ConsumeOptions {
   /** Smallest invisible duration a receive may ask for. @defaultValue 10000 */
@@ -41,6 +58,10 @@ export interface ConsumeOptions {
   maxPollMs: number;
   /** Most messages per receive. @defaultValue 32 */
   maxBatch: number;
+  /** Receives parked at once, broker-wide, before new ones get TOO_MANY_REQUESTS. @defaultValue 10000 */
+  maxParkedReceives: number;
+  /** Deliveries in flight per (group, topic) before receives get TOO_MANY_REQUESTS. @defaultValue 200000 */
+  maxInflightPerGroup: number;
   autoCreateGroups: boolean;
 }
 
@@ -52,6 +73,8 @@ export const DEFAULT_CONSUME_OPTIONS: ConsumeOptions = Object.freeze({
   renewIntervalMs: 5_000,
   maxPollMs: 20_000,
   maxBatch: 32,
+  maxParkedReceives: 10_000,
+  maxInflightPerGroup: 200_000,
   autoCreateGroups: false,
 });
 
@@ -71,6 +94,7 @@ export interface ReceiveRequest {
 }
 
 export interface Delivered {
+  /** The message as the client sees it (topic, id and properties of this delivery). */
   message: StoredMessage;
   receiptHandle: string;
   /** 1 on the first delivery. */
@@ -78,7 +102,22 @@ export interface Delivered {
   invisibleMs: number;
 }
 
+/** Where a delivery's message is stored: the topic's queue, or the group's retry topic. */
+const enum Source {
+  TOPIC = 0,
+  RETRY = 1,
+}
+
+const enum DeliveryState {
+  INFLIGHT = 0,
+  /** FIFO only: failed, waiting for its fixed retry interval (deadline = when it is due). */
+  WAITING_RETRY = 1,
+  /** FIFO only: due again, to be delivered before anything else. */
+  READY = 2,
+}
+
 interface Delivery {
+  source: Source;
   queueId: number;
   offset: number;
   nonce: number;
@@ -87,16 +126,22 @@ interface Delivery {
   deadline: number;
   autoRenew: boolean;
   clientId: string;
-  /** Its invisible time ran out: waiting to be delivered again. */
-  ready: boolean;
+  state: DeliveryState;
+  /** FIFO groups: the key this delivery blocks. */
+  fifoKey: string;
 }
 
 class GroupTopicState {
-  /** Next offset to hand out, per queue (absent: start at the queue's first stored message). */
-  readonly offsets = new Map<number, number>();
+  /** Next offset to read per queue: TOPIC queues under `t:q`, RETRY queues under `r:q`. */
+  readonly offsets = new Map<string, number>();
   readonly deliveries = new Map<string, Delivery>();
-  /** Keys of deliveries that became ready, oldest first (may hold stale keys). */
+  /** FIFO redeliveries that are due, oldest first (may hold stale keys). */
   ready: string[] = [];
+  /** FIFO: key → the delivery blocking it. */
+  readonly blocked = new Map<string, string>();
+  readonly fifo = new Map<number, FifoQueue>();
+  /** Retry queues whose head is not due before this time. */
+  readonly retryDueHint = new Map<number, number>();
   readonly lock = new SerialExecutor();
   rr = 0;
   constructor(
@@ -105,9 +150,15 @@ class GroupTopicState {
   ) {}
 }
 
-const dkey = (q: number, o: number) => `${q}:${o}`;
+const off = (src: Source, q: number) => `${src === Source.TOPIC ? 't' : 'r'}:${q}`;
+const dkey = (src: Source, q: number, o: number) => `${src}:${q}:${o}`;
 const skey = (g: string, t: string) => `${g}\u0000${t}`;
-type PopItem = [
+/** Handles carry the source in the queue id's top bit. */
+const RETRY_BIT = 0x8000_0000;
+
+/** Journal tuple of a delivery. */
+type Tuple = [
+  src: number,
   q: number,
   o: number,
   nonce: number,
@@ -115,15 +166,49 @@ type PopItem = [
   deadline: number,
   auto: 0 | 1,
   client: string,
+  state: number,
+  key: string,
 ];
+const toTuple = (d: Delivery): Tuple => [
+  d.source,
+  d.queueId,
+  d.offset,
+  d.nonce,
+  d.attempt,
+  d.deadline,
+  d.autoRenew ? 1 : 0,
+  d.clientId,
+  d.state,
+  d.fifoKey,
+];
+const fromTuple = (t: Tuple): Delivery => ({
+  source: t[0] as Source,
+  queueId: t[1],
+  offset: t[2],
+  nonce: t[3],
+  attempt: t[4],
+  deadline: t[5],
+  autoRenew: t[6] === 1,
+  clientId: t[7],
+  state: t[8] as DeliveryState,
+  fifoKey: t[9] ?? '',
+});
+
+/** A presented id for the n-th delivery of a FIFO message: new per retry, stable for a given attempt. */
+function retryMessageId(origin: string, attempt: number): string {
+  return `01${createHash('md5').update(`${origin}#${attempt}`).digest('hex').toUpperCase()}`;
+}
 
 export class ConsumeService implements StateParticipant {
   readonly stateKey = 'consume';
   journal!: StateJournal;
   private readonly states = new Map<string, GroupTopicState>();
-  private readonly heap: DeadlineHeap<{ s: GroupTopicState; key: string; nonce: number }>;
+  private readonly heap: DeadlineHeap<{ s: GroupTopicState; key: string; nonce: number } | { wake: string }>;
   private readonly waiters = new LongPollWaiters();
   private renewTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  /** Messages moved to a DLQ since start, per group. */
+  readonly deadLettered = new Map<string, number>();
 
   constructor(
     private readonly store: MessageStore,
@@ -135,18 +220,29 @@ export class ConsumeService implements StateParticipant {
     private readonly now: () => number,
     private readonly logger: Logger,
   ) {
-    this.heap = new DeadlineHeap(now, ({ s, key, nonce }, at) => this.expire(s, key, nonce, at));
-    store.onArrival((topic) => this.waiters.wake(topic));
-    sessions.onGone((clientId) => void this.releaseClient(clientId));
+    this.heap = new DeadlineHeap(now, (item, at) => {
+      if ('wake' in item) this.waiters.wake(item.wake);
+      else this.onDeadline(item.s, item.key, item.nonce, at);
+    });
+    store.onArrival((topic) =>
+      this.waiters.wake(topic.startsWith('%RETRY%') ? this.topicOfRetry(topic) : topic),
+    );
+    sessions.onGone(
+      (clientId) =>
+        void this.releaseClient(clientId).catch((err) => this.logger.error({ err }, 'release failed')),
+    );
   }
 
-  /** Arm timers for the state replayed from the journal; start auto-renewal. */
-  start(): void {
+  /** Arm timers for the state replayed from the journal, rebuild FIFO windows, start auto-renewal. */
+  async start(): Promise<void> {
     const now = this.now();
     for (const s of this.states.values()) {
+      const g = this.groups.get(s.group);
+      if (g?.consumeMessageOrderly) await this.rebuildFifo(s);
       for (const [key, d] of s.deliveries) {
-        if (d.ready) continue;
-        if (d.deadline <= now) this.markReady(s, key, d);
+        if (d.fifoKey) s.blocked.set(d.fifoKey, key);
+        if (d.state === DeliveryState.READY) s.ready.push(key);
+        else if (d.deadline <= now) this.onDeadline(s, key, d.nonce, d.deadline);
         else this.heap.push(d.deadline, { s, key, nonce: d.nonce });
       }
     }
@@ -159,6 +255,7 @@ export class ConsumeService implements StateParticipant {
 
   /** Stop timers and answer every parked long poll now (empty). */
   stop(): void {
+    this.stopped = true;
     if (this.renewTimer) clearInterval(this.renewTimer);
     this.heap.close();
     this.waiters.wakeAll();
@@ -179,7 +276,6 @@ export class ConsumeService implements StateParticipant {
     return t;
   }
 
-  /** Check an invisible duration a simple consumer asked for. */
   checkInvisible(ms: number, forReceive: boolean): void {
     const min = forReceive ? this.o.minInvisibleMs : 0;
     if (!Number.isFinite(ms) || ms < min || ms > this.o.maxInvisibleMs) {
@@ -192,7 +288,7 @@ export class ConsumeService implements StateParticipant {
 
   /** Receive messages, long-polling up to `pollMs` when none are ready. */
   async receive(req: ReceiveRequest): Promise<Delivered[]> {
-    await this.requireGroup(req.group);
+    const group = await this.requireGroup(req.group);
     const topic = this.requireReadableTopic(req.topic);
     const invisibleMs = req.invisibleMs ?? (req.autoRenew ? this.o.autoRenewInvisibleMs : undefined);
     if (invisibleMs === undefined)
@@ -204,16 +300,25 @@ export class ConsumeService implements StateParticipant {
     );
     const pollUntil = this.now() + Math.max(0, Math.min(req.pollMs, this.o.maxPollMs));
     const s = this.stateFor(req.group, req.topic);
+    if (s.deliveries.size >= this.o.maxInflightPerGroup) {
+      throw new VelaError(
+        'TOO_MANY_REQUESTS',
+        `${s.deliveries.size} messages of ${req.topic} are in flight for ${req.group}`,
+      );
+    }
     for (;;) {
+      if (this.waiters.parked >= this.o.maxParkedReceives) {
+        throw new VelaError('TOO_MANY_REQUESTS', `${this.waiters.parked} receives are already waiting`);
+      }
       // Register interest before looking, so an arrival during the pop is not missed.
       const wait = this.waiters.park(req.topic, pollUntil - this.now(), req.signal);
-      const out = await s.lock.run(() => this.pop(s, topic, req, batch, invisibleMs));
-      if (out.length > 0 || this.now() >= pollUntil || req.signal?.aborted) {
+      const out = await s.lock.run(() => this.pop(s, topic, group, req, batch, invisibleMs));
+      if (out.length > 0 || this.now() >= pollUntil || req.signal?.aborted || this.stopped) {
         wait.cancel();
         return out;
       }
       await wait.promise;
-      if (this.now() >= pollUntil || req.signal?.aborted) return [];
+      if (this.now() >= pollUntil || req.signal?.aborted || this.stopped) return [];
     }
   }
 
@@ -223,36 +328,34 @@ export class ConsumeService implements StateParticipant {
     if (refused) throw refused;
   }
 
-  /**
-   * Acknowledge several deliveries with one journal write (one fsync). Returns, per handle, null or
-   * the error that refused it.
-   */
+  /** Acknowledge several deliveries with one journal write. Per handle: null, or why it was refused. */
   async ackMany(
     group: string,
     topic: string,
     receiptHandles: readonly string[],
   ): Promise<(VelaError | null)[]> {
     const results: (VelaError | null)[] = [];
-    const acked: [number, number][] = [];
+    const done: Delivery[] = [];
+    let s: GroupTopicState | undefined;
     for (const h of receiptHandles) {
       try {
-        const { s, key } = this.liveDelivery(group, topic, h);
-        const d = s.deliveries.get(key)!;
-        s.deliveries.delete(key);
-        acked.push([d.queueId, d.offset]);
+        const live = this.liveDelivery(group, topic, h);
+        s = live.s;
+        done.push(this.settle(live.s, live.key));
         results.push(null);
       } catch (err) {
         if (!(err instanceof VelaError)) throw err;
         results.push(err);
       }
     }
-    if (acked.length > 0) await this.journal.append({ k: 'acks', g: group, t: topic, items: acked });
+    if (s && done.length > 0) await this.journalSettled(s, done);
     return results;
   }
 
   /**
-   * Make a delivery invisible for `ms` from now (0: visible again at once). Returns the new receipt
-   * handle; the old one is superseded.
+   * ChangeInvisibleDuration. For a simple consumer: invisible for `ms` from now (0: visible again at
+   * once); returns the new receipt handle. For a push consumer this is its nack: the message waits
+   * for the group's retry interval (never less) or goes to the DLQ.
    */
   async changeInvisibleDuration(
     group: string,
@@ -263,38 +366,43 @@ export class ConsumeService implements StateParticipant {
     this.checkInvisible(ms, false);
     const { s, key } = this.liveDelivery(group, topic, receiptHandle);
     const d = s.deliveries.get(key)!;
+    if (d.autoRenew) {
+      await s.lock.run(() => this.fail(s, key, d, ms));
+      return receiptHandle;
+    }
     d.nonce = newNonce();
     d.deadline = this.now() + ms;
-    d.autoRenew = false;
     this.heap.push(d.deadline, { s, key, nonce: d.nonce });
-    await this.journal.append({
-      k: 'inv',
-      g: group,
-      t: topic,
-      q: d.queueId,
-      o: d.offset,
-      n: d.nonce,
-      d: d.deadline,
-    });
-    return this.handles.encode(topic, group, d);
+    await this.journal.append({ k: 'dlv', g: group, t: topic, d: [toTuple(d)] });
+    return this.handle(s, d);
   }
 
-  /** A client left: its auto-renewed (push) deliveries become visible to the group now. */
+  /** ForwardMessageToDeadLetterQueue: the client gives up on the message. */
+  async forwardToDeadLetter(group: string, topic: string, receiptHandle: string): Promise<void> {
+    const { s, key } = this.liveDelivery(group, topic, receiptHandle);
+    const d = s.deliveries.get(key)!;
+    await s.lock.run(async () => {
+      if (s.deliveries.get(key) !== d) return;
+      const m = await this.readDelivered(s, d);
+      if (m) await this.deadLetter(s, m, d.attempt);
+      await this.journalSettled(s, [this.settle(s, key)]);
+    });
+  }
+
+  /** A client left: its auto-renewed (push) deliveries go back to the group at once. */
   async releaseClient(clientId: string): Promise<number> {
-    const now = this.now();
     let released = 0;
     for (const s of this.states.values()) {
-      const items: [number, number, number][] = [];
-      for (const [key, d] of s.deliveries) {
-        if (d.ready || !d.autoRenew || d.clientId !== clientId) continue;
-        d.deadline = now;
-        this.markReady(s, key, d);
-        items.push([d.queueId, d.offset, now]);
-      }
-      if (items.length > 0) {
-        released += items.length;
-        await this.journal.append({ k: 'renew', g: s.group, t: s.topic, items });
-      }
+      const mine = [...s.deliveries].filter(
+        ([, d]) => d.state === DeliveryState.INFLIGHT && d.autoRenew && d.clientId === clientId,
+      );
+      if (mine.length === 0) continue;
+      released += mine.length;
+      await s.lock.run(async () => {
+        for (const [key, d] of mine)
+          if (s.deliveries.get(key) === d && d.state === DeliveryState.INFLIGHT)
+            await this.fail(s, key, d, 0, true);
+      });
     }
     if (released > 0)
       this.logger.info({ clientId, released }, 'released in-flight messages of a departed client');
@@ -319,33 +427,62 @@ export class ConsumeService implements StateParticipant {
     const out = [];
     for (let q = 0; q < t.readQueueNums; q++) {
       const qs = this.store.queueState(topic, q);
-      const consumerOffset = s?.offsets.get(q) ?? qs.minOffset;
+      const consumerOffset = s?.offsets.get(off(Source.TOPIC, q)) ?? qs.minOffset;
       let inflight = 0;
       let ready = 0;
       for (const d of s?.deliveries.values() ?? []) {
-        if (d.queueId !== q) continue;
-        if (d.ready) ready++;
-        else inflight++;
+        if (d.source !== Source.TOPIC || d.queueId !== q) continue;
+        if (d.state === DeliveryState.INFLIGHT) inflight++;
+        else ready++;
       }
+      const held = s?.fifo.get(q)?.held.length ?? 0;
       out.push({
         queueId: q,
         brokerOffset: qs.maxOffset,
         consumerOffset,
         inflight,
         ready,
-        lag: Math.max(0, qs.maxOffset - consumerOffset) + inflight + ready,
+        lag: Math.max(0, qs.maxOffset - consumerOffset) + inflight + ready + held,
         lastStoreTimestamp: qs.lastStoreTimestamp,
       });
     }
     return out;
   }
 
-  /** Groups that have consumed from a topic. */
+  /** Messages of a group waiting in its retry topic for `topic`. */
+  retryBacklog(group: string, topic: string): number {
+    const s = this.states.get(skey(group, topic));
+    const rt = retryTopicOf(group, topic);
+    let n = 0;
+    for (let q = 0; q < RETRY_QUEUES; q++)
+      n += Math.max(0, this.store.queueState(rt, q).maxOffset - (s?.offsets.get(off(Source.RETRY, q)) ?? 0));
+    return n;
+  }
+
+  /** Messages not yet handed out to `group` from `topic` (flow control). */
+  readyBacklog(group: string, topic: string): number {
+    const t = this.topics.get(topic);
+    const s = this.states.get(skey(group, topic));
+    if (!t || !s) return 0;
+    let n = 0;
+    for (let q = 0; q < t.readQueueNums; q++) {
+      n += Math.max(
+        0,
+        this.store.queueState(topic, q).maxOffset - (s.offsets.get(off(Source.TOPIC, q)) ?? 0),
+      );
+    }
+    return n;
+  }
+
+  /** Every (group, topic) with consumption state. */
+  groupTopics(): { group: string; topic: string }[] {
+    return [...this.states.values()].map((s) => ({ group: s.group, topic: s.topic }));
+  }
+
   groupsOf(topic: string): string[] {
     return [...this.states.values()].filter((s) => s.topic === topic).map((s) => s.group);
   }
 
-  /** Topics a group has consumed from. */
   topicsOf(group: string): string[] {
     return [...this.states.values()].filter((s) => s.group === group).map((s) => s.topic);
   }
@@ -366,51 +503,26 @@ export class ConsumeService implements StateParticipant {
   // --- state participant -------------------------------------------------------------------------
 
   apply(rec: StateRecord): boolean {
+    const s = () => this.stateFor(rec.g as string, rec.t as string);
     switch (rec.k) {
-      case 'pop': {
-        const s = this.stateFor(rec.g as string, rec.t as string);
-        for (const [q, next] of rec.offs as [number, number][]) s.offsets.set(q, next);
-        for (const [q, o, n, a, d, auto, c] of rec.d as PopItem[]) {
-          s.deliveries.set(dkey(q, o), {
-            queueId: q,
-            offset: o,
-            nonce: n,
-            attempt: a,
-            deadline: d,
-            autoRenew: auto === 1,
-            clientId: c,
-            ready: false,
-          });
+      case 'dlv': {
+        const st = s();
+        for (const [src, q, next] of (rec.offs ?? []) as [Source, number, number][])
+          st.offsets.set(off(src, q), next);
+        for (const t of rec.d as Tuple[]) st.deliveries.set(dkey(t[0], t[1], t[2]), fromTuple(t));
+        for (const [q, low] of (rec.lows ?? []) as [number, number][]) this.fifoQueue(st, q, low).low = low;
+        return true;
+      }
+      case 'done': {
+        const st = s();
+        for (const [src, q, o] of rec.items as [Source, number, number][]) {
+          st.deliveries.delete(dkey(src, q, o));
+          if (rec.fifo && src === Source.TOPIC) this.fifoQueue(st, q, o).settled.add(o);
         }
-        return true;
-      }
-      case 'ack': {
-        const s = this.states.get(skey(rec.g as string, rec.t as string));
-        s?.deliveries.delete(dkey(rec.q as number, rec.o as number));
-        return true;
-      }
-      case 'acks': {
-        const s = this.states.get(skey(rec.g as string, rec.t as string));
-        for (const [q, o] of rec.items as [number, number][]) s?.deliveries.delete(dkey(q, o));
-        return true;
-      }
-      case 'inv': {
-        const d = this.states
-          .get(skey(rec.g as string, rec.t as string))
-          ?.deliveries.get(dkey(rec.q as number, rec.o as number));
-        if (d) {
-          d.nonce = rec.n as number;
-          d.deadline = rec.d as number;
-          d.autoRenew = false;
-          d.ready = false;
-        }
-        return true;
-      }
-      case 'renew': {
-        const s = this.states.get(skey(rec.g as string, rec.t as string));
-        for (const [q, o, deadline] of rec.items as [number, number, number][]) {
-          const d = s?.deliveries.get(dkey(q, o));
-          if (d) d.deadline = deadline;
+        for (const [q, low] of (rec.lows ?? []) as [number, number][]) {
+          const fq = this.fifoQueue(st, q, low);
+          fq.low = low;
+          for (const o of fq.settled) if (o < low) fq.settled.delete(o);
         }
         return true;
       }
@@ -427,45 +539,26 @@ export class ConsumeService implements StateParticipant {
       g: s.group,
       t: s.topic,
       offs: [...s.offsets],
-      d: [...s.deliveries.values()].map((d) => [
-        d.queueId,
-        d.offset,
-        d.nonce,
-        d.attempt,
-        d.deadline,
-        d.autoRenew ? 1 : 0,
-        d.clientId,
-        d.ready ? 1 : 0,
-      ]),
+      d: [...s.deliveries.values()].map(toTuple),
+      fifo: [...s.fifo].map(([q, f]) => [q, f.low, [...f.settled]]),
     }));
   }
 
   restore(data: unknown): void {
     this.states.clear();
-    for (const e of data as { g: string; t: string; offs: [number, number][]; d: (string | number)[][] }[]) {
+    for (const e of data as {
+      g: string;
+      t: string;
+      offs: [string, number][];
+      d: Tuple[];
+      fifo: [number, number, number[]][];
+    }[]) {
       const s = this.stateFor(e.g, e.t);
-      for (const [q, o] of e.offs) s.offsets.set(q, o);
-      for (const [q, o, n, a, d, auto, c, ready] of e.d as [
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-        string,
-        number,
-      ][]) {
-        s.deliveries.set(dkey(q, o), {
-          queueId: q,
-          offset: o,
-          nonce: n,
-          attempt: a,
-          deadline: d,
-          autoRenew: auto === 1,
-          clientId: c,
-          ready: ready === 1,
-        });
-        if (ready === 1) s.ready.push(dkey(q, o));
+      for (const [k, o] of e.offs) s.offsets.set(k, o);
+      for (const t of e.d) s.deliveries.set(dkey(t[0], t[1], t[2]), fromTuple(t));
+      for (const [q, low, settled] of e.fifo ?? []) {
+        const fq = this.fifoQueue(s, q, low);
+        for (const o of settled) fq.settled.add(o);
       }
     }
   }
@@ -482,14 +575,34 @@ export class ConsumeService implements StateParticipant {
     return s;
   }
 
+  private fifoQueue(s: GroupTopicState, q: number, low: number): FifoQueue {
+    let f = s.fifo.get(q);
+    if (!f) s.fifo.set(q, (f = new FifoQueue(low)));
+    return f;
+  }
+
+  private topicOfRetry(retryTopic: string): string {
+    for (const s of this.states.values()) if (retryTopicOf(s.group, s.topic) === retryTopic) return s.topic;
+    return retryTopic;
+  }
+
+  private handle(s: GroupTopicState, d: Delivery): string {
+    return this.handles.encode(s.topic, s.group, {
+      queueId: d.source === Source.RETRY ? (d.queueId | RETRY_BIT) >>> 0 : d.queueId,
+      offset: d.offset,
+      nonce: d.nonce,
+    });
+  }
+
   private liveDelivery(
     group: string,
     topic: string,
     receiptHandle: string,
   ): { s: GroupTopicState; key: string } {
     const f = this.handles.decode(receiptHandle, topic, group);
+    const source = f.queueId & RETRY_BIT ? Source.RETRY : Source.TOPIC;
+    const key = dkey(source, f.queueId & ~RETRY_BIT, f.offset);
     const s = this.states.get(skey(group, topic));
-    const key = dkey(f.queueId, f.offset);
     const d = s?.deliveries.get(key);
     if (!s || !d || d.nonce !== f.nonce) {
       throw new VelaError(
@@ -497,7 +610,7 @@ export class ConsumeService implements StateParticipant {
         'the receipt handle was acked, superseded or never issued',
       );
     }
-    if (d.ready || d.deadline <= this.now()) {
+    if (d.state !== DeliveryState.INFLIGHT || d.deadline <= this.now()) {
       throw new VelaError(
         'INVALID_RECEIPT_HANDLE',
         'the receipt handle has expired; the message will be delivered again',
@@ -506,92 +619,299 @@ export class ConsumeService implements StateParticipant {
     return { s, key };
   }
 
-  private markReady(s: GroupTopicState, key: string, d: Delivery): void {
-    d.ready = true;
-    s.ready.push(key);
-    this.waiters.wake(s.topic);
+  /** Remove a delivery from memory (its journal record is the caller's). */
+  private settle(s: GroupTopicState, key: string): Delivery {
+    const d = s.deliveries.get(key)!;
+    s.deliveries.delete(key);
+    if (d.fifoKey && s.blocked.get(d.fifoKey) === key) {
+      s.blocked.delete(d.fifoKey);
+      this.waiters.wake(s.topic);
+    }
+    if (d.fifoKey && d.source === Source.TOPIC) {
+      this.fifoQueue(s, d.queueId, d.offset).settle(
+        d.offset,
+        s.offsets.get(off(Source.TOPIC, d.queueId)) ?? 0,
+        (o) => s.deliveries.has(dkey(Source.TOPIC, d.queueId, o)),
+      );
+    }
+    return d;
   }
 
-  private expire(s: GroupTopicState, key: string, nonce: number, at: number): void {
+  private journalSettled(s: GroupTopicState, done: Delivery[]): Promise<void> {
+    const fifo = done.some((d) => d.fifoKey);
+    const lows = fifo
+      ? [...new Set(done.filter((d) => d.fifoKey).map((d) => d.queueId))].map((q) => [
+          q,
+          s.fifo.get(q)?.low ?? 0,
+        ])
+      : undefined;
+    return this.journal.append({
+      k: 'done',
+      g: s.group,
+      t: s.topic,
+      items: done.map((d) => [d.source, d.queueId, d.offset]),
+      ...(fifo ? { fifo: 1, lows } : {}),
+    });
+  }
+
+  private onDeadline(s: GroupTopicState, key: string, nonce: number, at: number): void {
     const d = s.deliveries.get(key);
-    if (!d || d.ready || d.nonce !== nonce || d.deadline !== at) return; // acked or re-armed since
-    if (this.states.get(skey(s.group, s.topic)) !== s) return;
-    this.markReady(s, key, d);
+    if (!d || d.nonce !== nonce || d.deadline !== at || this.states.get(skey(s.group, s.topic)) !== s) return;
+    if (d.state === DeliveryState.WAITING_RETRY) {
+      d.state = DeliveryState.READY;
+      s.ready.push(key);
+      this.waiters.wake(s.topic);
+      void this.journal
+        .append({ k: 'dlv', g: s.group, t: s.topic, d: [toTuple(d)] })
+        .catch((err) => this.logger.error({ err }, 'journal failed'));
+      return;
+    }
+    if (d.state !== DeliveryState.INFLIGHT) return;
+    // Invisible time over without an ack: a failed attempt. A push consumer that is still alive is
+    // renewed before this happens, so here the consumer is gone or timed out.
+    void s.lock
+      .run(async () => {
+        if (s.deliveries.get(key) === d && d.state === DeliveryState.INFLIGHT && d.nonce === nonce)
+          await this.fail(s, key, d, 0, !d.autoRenew);
+      })
+      .catch((err) =>
+        this.logger.error({ err, group: s.group, topic: s.topic }, 'could not schedule a retry'),
+      );
+  }
+
+  /**
+   * Attempt `d.attempt` failed. `requestedMs` is the client's wish (push nack); `immediate` makes a
+   * non-FIFO retry due at once (simple consumers, departed push consumers). Runs under the state lock.
+   */
+  private async fail(
+    s: GroupTopicState,
+    key: string,
+    d: Delivery,
+    requestedMs: number,
+    immediate = false,
+  ): Promise<void> {
+    const g = this.groups.get(s.group);
+    const maxAttempts = (g?.retryMaxTimes ?? 16) + 1;
+    const now = this.now();
+    if (d.fifoKey && g) {
+      if (d.attempt < maxAttempts) {
+        d.state = DeliveryState.WAITING_RETRY;
+        d.nonce = newNonce();
+        // Simple consumers already waited their invisible time; push consumers wait the fixed interval.
+        d.deadline = now + (immediate ? 0 : Math.max(requestedMs, g.fifoRetryIntervalMs));
+        this.heap.push(d.deadline, { s, key, nonce: d.nonce });
+        await this.journal.append({ k: 'dlv', g: s.group, t: s.topic, d: [toTuple(d)] });
+        return;
+      }
+    }
+    const m = await this.readDelivered(s, d);
+    if (m) {
+      if (d.attempt >= maxAttempts) {
+        await this.deadLetter(s, m, d.attempt);
+      } else {
+        const delay = immediate
+          ? 0
+          : Math.max(
+              requestedMs,
+              retryDelayMs(g?.retryPolicy ?? { type: 'CUSTOMIZED', next: [] }, d.attempt),
+            );
+        const dueAt = now + delay;
+        await this.store.append([retryRecord(m, s.group, s.topic, d.attempt, dueAt, delay)]);
+        if (delay > 0) this.heap.push(dueAt, { wake: s.topic });
+      }
+    }
+    if (s.deliveries.get(key) === d) await this.journalSettled(s, [this.settle(s, key)]);
+  }
+
+  private async deadLetter(s: GroupTopicState, m: StoredMessage, attempts: number): Promise<void> {
+    const dlq = dlqTopicOf(s.group);
+    if (!this.topics.get(dlq))
+      await this.topics.upsert(dlq, { readQueueNums: 1, writeQueueNums: 1 }, { system: true });
+    await this.store.append([dlqRecord(m, s.group, s.topic, attempts)]);
+    this.deadLettered.set(s.group, (this.deadLettered.get(s.group) ?? 0) + 1);
+    this.logger.warn(
+      { group: s.group, topic: s.topic, messageId: originIdOf(m), attempts, dlq },
+      'message moved to the dead-letter queue',
+    );
+  }
+
+  /** The stored message a delivery stands for, or null if retention removed it. */
+  private async readDelivered(s: GroupTopicState, d: Delivery): Promise<StoredMessage | null> {
+    const topic = d.source === Source.RETRY ? retryTopicOf(s.group, s.topic) : s.topic;
+    const r = await this.store.read(topic, d.queueId, d.offset, { maxCount: 1 });
+    const m = r.messages[0];
+    return m && m.queueOffset === d.offset ? m : null;
+  }
+
+  /** The message as this delivery presents it to the client. */
+  private present(s: GroupTopicState, m: StoredMessage, d: Delivery): StoredMessage {
+    if (d.source === Source.RETRY) return { ...m, topic: s.topic };
+    if (d.attempt > 1) {
+      const origin = originIdOf(m);
+      return {
+        ...m,
+        messageId: retryMessageId(origin, d.attempt),
+        properties: { ...m.properties, [ORIGIN_MESSAGE_ID]: origin },
+      };
+    }
+    return m;
   }
 
   private async pop(
     s: GroupTopicState,
     topic: TopicConfig,
+    g: GroupConfig,
     req: ReceiveRequest,
     batch: number,
     invisibleMs: number,
   ): Promise<Delivered[]> {
     const out: Delivered[] = [];
-    const items: PopItem[] = [];
-    const offs: [number, number][] = [];
+    const tuples: Tuple[] = [];
+    const offs: [Source, number, number][] = [];
+    const lows = new Map<number, number>();
     const now = this.now();
+    const orderly = g.consumeMessageOrderly;
+    const taken = new Set<string>();
     const deliver = (m: StoredMessage, d: Delivery) => {
-      items.push([d.queueId, d.offset, d.nonce, d.attempt, d.deadline, d.autoRenew ? 1 : 0, d.clientId]);
-      out.push({
-        message: m,
-        receiptHandle: this.handles.encode(s.topic, s.group, d),
-        deliveryAttempt: d.attempt,
-        invisibleMs,
-      });
-      this.heap.push(d.deadline, { s, key: dkey(d.queueId, d.offset), nonce: d.nonce });
-    };
-    const arm = (d: Delivery) => {
       d.nonce = newNonce();
       d.deadline = now + invisibleMs;
       d.autoRenew = req.autoRenew && req.invisibleMs === undefined;
       d.clientId = req.clientId;
+      d.state = DeliveryState.INFLIGHT;
+      const key = dkey(d.source, d.queueId, d.offset);
+      s.deliveries.set(key, d);
+      if (d.fifoKey) {
+        s.blocked.set(d.fifoKey, key);
+        taken.add(d.fifoKey);
+      }
+      tuples.push(toTuple(d));
+      out.push({
+        message: this.present(s, m, d),
+        receiptHandle: this.handle(s, d),
+        deliveryAttempt: d.attempt,
+        invisibleMs,
+      });
+      this.heap.push(d.deadline, { s, key, nonce: d.nonce });
+    };
+    const advance = (src: Source, q: number, next: number) => {
+      if (s.offsets.get(off(src, q)) !== next) {
+        s.offsets.set(off(src, q), next);
+        offs.push([src, q, next]);
+      }
     };
 
-    // 1. Deliveries whose invisible time ran out come back first.
+    // 1. FIFO messages due again, first.
     while (out.length < batch && s.ready.length > 0) {
       const key = s.ready.shift()!;
       const d = s.deliveries.get(key);
-      if (!d || !d.ready) continue;
-      const r = await this.store.read(s.topic, d.queueId, d.offset, { maxCount: 1 });
-      const m = r.messages[0];
-      if (s.deliveries.get(key) !== d || !d.ready) continue; // acked meanwhile
-      if (!m || m.queueOffset !== d.offset) {
-        s.deliveries.delete(key); // removed by retention: nothing left to deliver
-        await this.journal.append({ k: 'ack', g: s.group, t: s.topic, q: d.queueId, o: d.offset });
+      if (!d || d.state !== DeliveryState.READY) continue;
+      const m = await this.readDelivered(s, d);
+      if (s.deliveries.get(key) !== d || d.state !== DeliveryState.READY) continue;
+      if (!m) {
+        await this.journalSettled(s, [this.settle(s, key)]); // removed by retention
         continue;
       }
-      if (!req.filter.matches(m.tag)) {
-        s.deliveries.delete(key); // the subscription no longer wants it: consumed, as RocketMQ does
-        await this.journal.append({ k: 'ack', g: s.group, t: s.topic, q: d.queueId, o: d.offset });
-        continue;
-      }
-      d.ready = false;
       d.attempt++;
-      arm(d);
       deliver(m, d);
     }
 
-    // 2. New messages, from every queue of the topic, starting at a rotating queue.
+    // 2. Retries that are due (non-FIFO groups), from the group's retry topic for this topic.
+    if (!orderly) {
+      const rt = retryTopicOf(s.group, s.topic);
+      for (let q = 0; q < RETRY_QUEUES && out.length < batch; q++) {
+        const at = s.offsets.get(off(Source.RETRY, q)) ?? 0;
+        if (this.store.queueState(rt, q).maxOffset <= at || (s.retryDueHint.get(q) ?? 0) > now) continue;
+        const r = await this.store.read(rt, q, at, { maxCount: batch - out.length });
+        let next = r.status === 'FOUND' ? at : r.nextOffset;
+        for (const m of r.messages) {
+          if (m.deliveryTimestamp > now) {
+            s.retryDueHint.set(q, m.deliveryTimestamp);
+            this.heap.push(m.deliveryTimestamp, { wake: s.topic });
+            break;
+          }
+          next = m.queueOffset + 1;
+          if (!req.filter.matches(m.tag)) continue;
+          deliver(m, {
+            source: Source.RETRY,
+            queueId: q,
+            offset: m.queueOffset,
+            nonce: 0,
+            attempt: m.reconsumeTimes + 1,
+            deadline: 0,
+            autoRenew: false,
+            clientId: '',
+            state: 0,
+            fifoKey: '',
+          });
+        }
+        advance(Source.RETRY, q, next);
+      }
+    }
+
+    // 3. New messages, from every queue of the topic, starting at a rotating queue.
     const queues = topic.readQueueNums;
     const start = s.rr++ % queues;
     for (let i = 0; i < queues && out.length < batch; i++) {
       const q = (start + i) % queues;
-      let offset = s.offsets.get(q) ?? this.store.queueState(s.topic, q).minOffset;
-      let r = await this.store.read(s.topic, q, offset, {
-        maxCount: batch - out.length,
-        tagHashes: req.filter.hashes,
-      });
-      if (r.status === 'OFFSET_TOO_SMALL' || r.status === 'OFFSET_OVERFLOW') {
-        offset = r.nextOffset;
-        r = await this.store.read(s.topic, q, offset, {
-          maxCount: batch - out.length,
-          tagHashes: req.filter.hashes,
-        });
+      const fq = orderly
+        ? this.fifoQueue(
+            s,
+            q,
+            s.offsets.get(off(Source.TOPIC, q)) ?? this.store.queueState(s.topic, q).minOffset,
+          )
+        : undefined;
+      if (fq) {
+        // Held messages whose key is free go first, in storage order.
+        for (let h = 0; h < fq.held.length && out.length < batch;) {
+          const e = fq.held[h]!;
+          if (s.blocked.has(e.key) || taken.has(e.key)) {
+            h++;
+            continue;
+          }
+          fq.held.splice(h, 1);
+          const r = await this.store.read(s.topic, q, e.offset, { maxCount: 1 });
+          const m = r.messages[0];
+          if (!m || m.queueOffset !== e.offset) continue; // removed by retention
+          deliver(m, {
+            source: Source.TOPIC,
+            queueId: q,
+            offset: e.offset,
+            nonce: 0,
+            attempt: 1,
+            deadline: 0,
+            autoRenew: false,
+            clientId: '',
+            state: 0,
+            fifoKey: e.key,
+          });
+        }
       }
-      if (r.status === 'FOUND') {
-        for (const m of r.messages) {
-          if (!req.filter.matches(m.tag)) continue; // a tag-hash collision: not for this subscription
-          const d: Delivery = {
+      let at = s.offsets.get(off(Source.TOPIC, q)) ?? this.store.queueState(s.topic, q).minOffset;
+      if (fq && !fq.canRead(at)) continue;
+      const want = fq ? Math.max(batch - out.length, 64) : batch - out.length;
+      let r = await this.store.read(s.topic, q, at, { maxCount: want, tagHashes: req.filter.hashes });
+      if (r.status === 'OFFSET_TOO_SMALL' || r.status === 'OFFSET_OVERFLOW') {
+        at = r.nextOffset;
+        r = await this.store.read(s.topic, q, at, { maxCount: want, tagHashes: req.filter.hashes });
+      }
+      let next = r.nextOffset;
+      for (const m of r.messages) {
+        if (!req.filter.matches(m.tag)) {
+          fq?.settled.add(m.queueOffset);
+          continue;
+        }
+        if (fq) {
+          const key = fifoKey(q, m.messageGroup);
+          if (s.blocked.has(key) || taken.has(key) || out.length >= batch) {
+            if (!fq.canRead(m.queueOffset)) {
+              next = m.queueOffset;
+              break;
+            }
+            fq.held.push({ offset: m.queueOffset, key });
+            continue;
+          }
+          deliver(m, {
+            source: Source.TOPIC,
             queueId: q,
             offset: m.queueOffset,
             nonce: 0,
@@ -599,36 +919,81 @@ export class ConsumeService implements StateParticipant {
             deadline: 0,
             autoRenew: false,
             clientId: '',
-            ready: false,
-          };
-          arm(d);
-          s.deliveries.set(dkey(q, m.queueOffset), d);
-          deliver(m, d);
+            state: 0,
+            fifoKey: key,
+          });
+        } else {
+          deliver(m, {
+            source: Source.TOPIC,
+            queueId: q,
+            offset: m.queueOffset,
+            nonce: 0,
+            attempt: 1,
+            deadline: 0,
+            autoRenew: false,
+            clientId: '',
+            state: 0,
+            fifoKey: '',
+          });
         }
       }
-      if (s.offsets.get(q) !== r.nextOffset) {
-        s.offsets.set(q, r.nextOffset);
-        offs.push([q, r.nextOffset]);
+      if (r.status !== 'FOUND' && r.status !== 'NO_NEW_MESSAGE') next = r.nextOffset;
+      advance(Source.TOPIC, q, next);
+      if (fq) {
+        // Offsets skipped by the tag pre-filter in the store are settled too.
+        const held = new Set(fq.held.map((h) => h.offset));
+        for (let o = at; o < next; o++) {
+          if (!s.deliveries.has(dkey(Source.TOPIC, q, o)) && !held.has(o)) fq.settled.add(o);
+        }
+        fq.advance(next, (o) => s.deliveries.has(dkey(Source.TOPIC, q, o)));
+        lows.set(q, fq.low);
       }
     }
-    if (items.length > 0 || offs.length > 0) {
-      await this.journal.append({ k: 'pop', g: s.group, t: s.topic, offs, d: items });
+    if (tuples.length > 0 || offs.length > 0) {
+      await this.journal.append({
+        k: 'dlv',
+        g: s.group,
+        t: s.topic,
+        offs,
+        d: tuples,
+        ...(lows.size ? { lows: [...lows] } : {}),
+      });
     }
     return out;
+  }
+
+  /** After a restart: everything in [low, scan) that is neither settled nor in flight is held again. */
+  private async rebuildFifo(s: GroupTopicState): Promise<void> {
+    for (const [q, fq] of s.fifo) {
+      const scan = s.offsets.get(off(Source.TOPIC, q)) ?? fq.low;
+      fq.held = [];
+      for (let at = fq.low; at < scan;) {
+        const r = await this.store.read(s.topic, q, at, { maxCount: 256 });
+        if (r.messages.length === 0) break;
+        for (const m of r.messages) {
+          if (m.queueOffset >= scan) break;
+          if (fq.settled.has(m.queueOffset) || s.deliveries.has(dkey(Source.TOPIC, q, m.queueOffset)))
+            continue;
+          fq.held.push({ offset: m.queueOffset, key: fifoKey(q, m.messageGroup) });
+        }
+        at = r.nextOffset;
+      }
+    }
   }
 
   private async renew(): Promise<void> {
     const now = this.now();
     for (const s of this.states.values()) {
-      const items: [number, number, number][] = [];
+      const renewed: Tuple[] = [];
       for (const [key, d] of s.deliveries) {
-        if (d.ready || !d.autoRenew || d.deadline - now > this.o.renewAheadMs) continue;
+        if (d.state !== DeliveryState.INFLIGHT || !d.autoRenew || d.deadline - now > this.o.renewAheadMs)
+          continue;
         if (!this.sessions.isAlive(d.clientId)) continue; // let it expire: the client is gone
         d.deadline = now + this.o.autoRenewInvisibleMs;
         this.heap.push(d.deadline, { s, key, nonce: d.nonce });
-        items.push([d.queueId, d.offset, d.deadline]);
+        renewed.push(toTuple(d));
       }
-      if (items.length > 0) await this.journal.append({ k: 'renew', g: s.group, t: s.topic, items });
+      if (renewed.length > 0) await this.journal.append({ k: 'dlv', g: s.group, t: s.topic, d: renewed });
     }
   }
 }

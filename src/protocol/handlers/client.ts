@@ -57,9 +57,23 @@ const PRODUCER_BACKOFF: RetryPolicyWire = {
 
 const RECEIVE_BATCH_SIZE = 32;
 
-export function consumerBackoff(g: GroupConfig): RetryPolicyWire {
+/**
+ * The group's retry policy, in the form this client understands (protocol.md §7.2, §12). The server
+ * enforces the real policy whatever the client does with it; this only keeps clients working:
+ * - FIFO groups retry at a fixed interval: exponential with multiplier 1 (the FIFO push consumer
+ *   retries locally `max_attempts` times, then forwards to the DLQ);
+ * - the Node client understands only exponential backoff (a customized one leaves it without a
+ *   policy, so its FIFO consumer dead-letters at the first failure): it gets the exponential curve
+ *   closest to the table;
+ * - everyone else gets the policy as it is.
+ */
+export function consumerBackoff(g: GroupConfig, language: string | undefined): RetryPolicyWire {
   const max_attempts = g.retryMaxTimes + 1;
   const p = g.retryPolicy;
+  if (g.consumeMessageOrderly) {
+    const every = fromMillis(g.fifoRetryIntervalMs);
+    return { max_attempts, exponential_backoff: { initial: every, max: every, multiplier: 1 } };
+  }
   if (p.type === 'EXPONENTIAL') {
     return {
       max_attempts,
@@ -67,6 +81,19 @@ export function consumerBackoff(g: GroupConfig): RetryPolicyWire {
         initial: fromMillis(p.initial),
         max: fromMillis(p.max),
         multiplier: p.multiplier,
+      },
+    };
+  }
+  if (language === 'NODE_JS') {
+    const first = p.next[0] ?? 1000;
+    const second = p.next[1] ?? first * 2;
+    const multiplier = first > 0 ? Math.max(1, second / first) : 2;
+    return {
+      max_attempts,
+      exponential_backoff: {
+        initial: fromMillis(first),
+        max: fromMillis(p.next.at(-1) ?? first),
+        multiplier,
       },
     };
   }
@@ -116,7 +143,7 @@ export async function settingsReply(
     status: OK_STATUS,
     settings: {
       ...s,
-      backoff_policy: consumerBackoff(group),
+      backoff_policy: consumerBackoff(group, common.language),
       subscription: {
         ...s.subscription,
         fifo: group.consumeMessageOrderly,

@@ -138,3 +138,17 @@ export async function changeInvisibleDuration(
   const handle = await broker.consume.changeInvisibleDuration(group, topic, req.receipt_handle ?? '', ms);
   return { status: OK_STATUS, receipt_handle: handle };
 }
+
+export async function forwardMessageToDeadLetterQueue(
+  broker: Broker,
+  ctx: CallContext,
+  req: { group?: Resource; topic?: Resource; receipt_handle?: string; message_id?: string },
+): Promise<{ status: Status }> {
+  const group = resourceName(ctx, req.group);
+  const topic = resourceName(ctx, req.topic);
+  checkGroupName(fromInternal(group).name);
+  checkTopicName(fromInternal(topic).name);
+  broker.sessions.touch(ctx.clientId);
+  await broker.consume.forwardToDeadLetter(group, topic, req.receipt_handle ?? '');
+  return { status: OK_STATUS };
+}

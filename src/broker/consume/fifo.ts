@@ -1,0 +1,58 @@
+/**
+ * Ordered (FIFO) consumption state of one queue for one consumer group.
+ *
+ * Messages are read in storage order. A message whose key (its message group within the queue, or
+ * the whole queue for messages without a group) has an earlier message in flight or waiting for
+ * retry is held back, not skipped: it stays in `held`, in order, until its key is free. Other keys
+ * keep flowing. Reading stops `FIFO_WINDOW` held messages ahead, or `FIFO_SPAN` offsets past the oldest
+ * unsettled one, so memory is bounded whatever the backlog.
+ *
+ * `low` is the first offset not yet settled (acked, dead-lettered or filtered out); settled offsets
+ * above it are remembered in `settled` so that after a restart everything in [low, scan) that is
+ * neither settled nor in flight can be held again.
+ */
+export const FIFO_WINDOW = 4096;
+/** How far past the oldest unsettled message other keys may flow (bounds `settled`). */
+export const FIFO_SPAN = 65_536;
+
+export interface HeldMessage {
+  offset: number;
+  key: string;
+}
+
+export class FifoQueue {
+  held: HeldMessage[] = [];
+  readonly settled = new Set<number>();
+  low: number;
+
+  constructor(low: number) {
+    this.low = low;
+  }
+
+  /** Whether reading may go on at `scan`: bounded by held messages and by the distance from `low`. */
+  canRead(scan: number): boolean {
+    return this.held.length < FIFO_WINDOW && scan - this.low < FIFO_SPAN;
+  }
+
+  /** Record that `offset` needs nothing more, and move `low` past settled offsets. */
+  settle(offset: number, scan: number, inFlight: (offset: number) => boolean): void {
+    if (offset >= this.low) this.settled.add(offset);
+    this.advance(scan, inFlight);
+  }
+
+  /** Move `low` to the first offset that is held, in flight, or not yet read. */
+  advance(scan: number, inFlight: (offset: number) => boolean): void {
+    const firstHeld = this.held.length > 0 ? this.held[0]!.offset : Infinity;
+    let low = this.low;
+    while (low < scan && low < firstHeld && !inFlight(low) && this.settled.has(low)) {
+      this.settled.delete(low);
+      low++;
+    }
+    this.low = low;
+  }
+}
+
+/** The blocking key of a message in queue `queueId`: its message group there, or the queue itself. */
+export function fifoKey(queueId: number, messageGroup: string): string {
+  return `${queueId}\u0000${messageGroup}`;
+}

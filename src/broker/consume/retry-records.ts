@@ -1,0 +1,110 @@
+/**
+ * Where failed messages go, and what they look like there.
+ *
+ * A message waiting for retry is a new message (new message id, `ORIGIN_MESSAGE_ID` = the first id)
+ * in the group's retry topic for its topic, `%RETRY%<group>_<topic>`, with its due time as delivery
+ * timestamp. Retries are spread over queues by the attempt that failed, so that within one queue due
+ * times only grow (every retry after attempt n waits the same interval): a consumer only ever looks
+ * at the head of each retry queue. Waiting retries therefore live on disk, not in memory, and a
+ * restart neither loses them nor fires them early. Queue 0 holds retries that are due at once.
+ *
+ * A message out of attempts goes to `%DLQ%<group>` (one queue), keeping its original id.
+ */
+import { randomBytes } from 'node:crypto';
+import type { MessageInput, StoredMessage } from '../../store/index.js';
+import { DLQ_PREFIX, RETRY_PREFIX } from '../names.js';
+
+export const ORIGIN_MESSAGE_ID = 'ORIGIN_MESSAGE_ID';
+export const RETRY_TOPIC_PROPERTY = 'RETRY_TOPIC';
+export const DLQ_ORIGIN_TOPIC = 'DLQ_ORIGIN_TOPIC';
+export const DLQ_ORIGIN_MESSAGE_ID = 'DLQ_ORIGIN_MESSAGE_ID';
+
+/** Retry queues: 0 for "due now", then one per failed attempt up to this many. */
+export const RETRY_QUEUES = 33;
+
+export function retryTopicOf(group: string, topic: string): string {
+  return `${RETRY_PREFIX}${group}_${topic}`;
+}
+
+export function dlqTopicOf(group: string): string {
+  return `${DLQ_PREFIX}${group}`;
+}
+
+export function retryQueueFor(failedAttempt: number, delayMs: number): number {
+  return delayMs <= 0 ? 0 : Math.min(RETRY_QUEUES - 1, Math.max(1, failedAttempt));
+}
+
+/** A fresh message id in the v1 layout the official clients use (34 uppercase hex characters). */
+export function newMessageId(): string {
+  return `01${randomBytes(16).toString('hex').toUpperCase()}`;
+}
+
+/** The first id of a message, through any number of retries. */
+export function originIdOf(m: StoredMessage): string {
+  return m.properties[ORIGIN_MESSAGE_ID] ?? m.messageId;
+}
+
+function copyFields(m: StoredMessage): Omit<MessageInput, 'topic' | 'queueId' | 'messageId'> {
+  return {
+    body: m.body,
+    ...(m.tag ? { tag: m.tag } : {}),
+    ...(m.keys.length ? { keys: m.keys } : {}),
+    ...(m.messageGroup ? { messageGroup: m.messageGroup } : {}),
+    bornTimestamp: m.bornTimestamp,
+    ...(m.bornHost ? { bornHost: m.bornHost } : {}),
+    sysFlag: m.sysFlag,
+  };
+}
+
+/** The retry message for `m` after its delivery attempt `failedAttempt` failed, due at `dueAt`. */
+export function retryRecord(
+  m: StoredMessage,
+  group: string,
+  topic: string,
+  failedAttempt: number,
+  dueAt: number,
+  delayMs: number,
+): MessageInput {
+  return {
+    ...copyFields(m),
+    topic: retryTopicOf(group, topic),
+    queueId: retryQueueFor(failedAttempt, delayMs),
+    messageId: newMessageId(),
+    properties: { ...m.properties, [ORIGIN_MESSAGE_ID]: originIdOf(m), [RETRY_TOPIC_PROPERTY]: topic },
+    deliveryTimestamp: dueAt,
+    reconsumeTimes: failedAttempt,
+  };
+}
+
+/** The dead-letter copy of `m`, which failed `attempts` deliveries. */
+export function dlqRecord(m: StoredMessage, group: string, topic: string, attempts: number): MessageInput {
+  const origin = originIdOf(m);
+  return {
+    ...copyFields(m),
+    topic: dlqTopicOf(group),
+    queueId: 0,
+    messageId: origin,
+    properties: {
+      ...m.properties,
+      [ORIGIN_MESSAGE_ID]: origin,
+      [DLQ_ORIGIN_TOPIC]: topic,
+      [DLQ_ORIGIN_MESSAGE_ID]: origin,
+    },
+    reconsumeTimes: attempts,
+  };
+}
+
+/** A message resent from the DLQ to its group: due now, attempts start again. */
+export function resendRecord(m: StoredMessage, group: string): MessageInput {
+  const topic = m.properties[DLQ_ORIGIN_TOPIC] ?? m.topic;
+  const { [DLQ_ORIGIN_TOPIC]: _t, [DLQ_ORIGIN_MESSAGE_ID]: _i, ...properties } = m.properties;
+  return {
+    ...copyFields(m),
+    topic: retryTopicOf(group, topic),
+    queueId: 0,
+    messageId: newMessageId(),
+    properties: { ...properties, [ORIGIN_MESSAGE_ID]: originIdOf(m), [RETRY_TOPIC_PROPERTY]: topic },
+    deliveryTimestamp: 0,
+    reconsumeTimes: 0,
+  };
+}

@@ -82,6 +82,19 @@ export async function startAdminHttp(
     ops.consumerConnection(req.params.group),
   );
 
+  app.get<{ Params: { group: string }; Querystring: { offset?: string; limit?: string } }>(
+    '/api/groups/:group/dlq',
+    async (req) =>
+      ops.queryDlqMsg(
+        req.params.group,
+        req.query.offset ? Number(req.query.offset) : undefined,
+        req.query.limit ? Number(req.query.limit) : undefined,
+      ),
+  );
+  app.post<{ Params: { group: string }; Body: { messageId?: string } }>(
+    '/api/groups/:group/dlq/resend',
+    async (req) => ops.resendDlqMsg(req.params.group, req.body?.messageId),
+  );
   app.get<{ Params: { id: string }; Querystring: { topic?: string } }>('/api/messages/:id', async (req) =>
     ops.queryMsgById(req.params.id, req.query.topic),
   );

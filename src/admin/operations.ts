@@ -216,6 +216,28 @@ export class AdminOperations {
     return (await this.broker.findMessagesByKey(key, topic, limit)).map(messageView);
   }
 
+  /** Messages in a group's dead-letter queue (`%DLQ%<group>`), oldest first. */
+  async queryDlqMsg(group: string, offset?: number, limit?: number) {
+    const page = await this.broker.deadLetters(group, offset ?? 0, limit ?? 32);
+    return {
+      group,
+      dlqTopic: `%DLQ%${group}`,
+      messages: page.messages.map((m) => ({
+        ...messageView(m),
+        originTopic: m.properties.DLQ_ORIGIN_TOPIC ?? '',
+        originMessageId: m.properties.ORIGIN_MESSAGE_ID ?? m.messageId,
+      })),
+      nextOffset: page.nextOffset,
+      maxOffset: page.maxOffset,
+      deadLetteredSinceStart: this.broker.consume.deadLettered.get(group) ?? 0,
+    };
+  }
+
+  /** Send one dead letter (by message id) or all of them back to the group. */
+  async resendDlqMsg(group: string, messageId?: string) {
+    return { group, resent: await this.broker.resendDeadLetters(group, messageId || undefined) };
+  }
+
   brokerInfo() {
     const s = this.broker.store.stats();
     return {

@@ -333,6 +333,47 @@ export function registerAdminCommands(program: Command): Command {
     },
   );
 
+  // ---- dead-letter queues -------------------------------------------------------------------------
+
+  sub<CommonOptions & { consumerGroup: string; offset?: number; maxNum?: number }>(
+    'queryDlqMsg',
+    "list the messages in a consumer group's dead-letter queue (%DLQ%<group>)",
+    (cmd) =>
+      cmd
+        .requiredOption('-g, --consumerGroup <group>', 'consumer group')
+        .option('-o, --offset <n>', 'start at this DLQ offset (default: the oldest)', parseInteger)
+        .option('-c, --maxNum <n>', 'at most this many messages (default 32)', parseInteger),
+    async (client, o) => {
+      const page = await client.get<{ messages: MessageViews; nextOffset: number; maxOffset: number }>(
+        `/api/groups/${encodeURIComponent(o.consumerGroup)}/dlq`,
+        { offset: o.offset, limit: o.maxNum },
+      );
+      out(
+        o.json
+          ? formatJson(page)
+          : `${renderMessageList(page.messages)}\nnext offset ${page.nextOffset} of ${page.maxOffset}`,
+      );
+    },
+  );
+
+  sub<CommonOptions & { consumerGroup: string; msgId?: string }>(
+    'resendDlqMsg',
+    'send dead letters back to their consumer group (one by message id, or all)',
+    (cmd) =>
+      cmd
+        .requiredOption('-g, --consumerGroup <group>', 'consumer group')
+        .option('-i, --msgId <id>', 'only this message (default: every dead letter)'),
+    async (client, o) => {
+      const r = await client.post<{ resent: number }>(
+        `/api/groups/${encodeURIComponent(o.consumerGroup)}/dlq/resend`,
+        {
+          ...(o.msgId ? { messageId: o.msgId } : {}),
+        },
+      );
+      out(o.json ? formatJson(r) : `resent ${r.resent} message(s) to ${o.consumerGroup}`);
+    },
+  );
+
   // ---- broker ---------------------------------------------------------------------------------------
 
   sub<CommonOptions>(

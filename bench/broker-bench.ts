@@ -35,7 +35,7 @@ function startChild(args: string[]): Promise<{ child: ChildProcess; port: number
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (l.startsWith('READY ')) resolve({ child, port: Number(l.slice(6)) });
+      if (l.startsWith('READY ')) resolve({ child, port: Number(l.split(' ')[1]) });
     });
     child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
   });

@@ -1,6 +1,6 @@
 /**
- * Benchmark child: runs either the real broker (`broker <dataDir>`) or a bare grpc-js server that
- * answers SendMessage with OK and nothing else (`echo`), and prints `READY <grpcPort>`.
+ * Benchmark child: runs either the real broker (`broker <dataDir> [startBroker options as JSON]`) or a bare grpc-js server that
+ * answers SendMessage with OK and nothing else (`echo`), and prints `READY <grpcPort> [httpPort]`.
  */
 import * as grpc from '@grpc/grpc-js';
 import { startBroker } from '../src/server.js';
@@ -28,13 +28,15 @@ if (mode === 'echo') {
     process.stdout.write(`READY ${port}\n`);
   });
 } else {
+  const extra = JSON.parse(process.argv[4] ?? '{}') as Record<string, unknown>;
   const running = await startBroker({
     dataDir: dataDir!,
     grpcPort: 0,
     httpPort: 0,
     autoCreateTopics: true,
     autoCreateGroups: true,
+    ...extra,
   });
-  process.stdout.write(`READY ${running.grpcPort}\n`);
+  process.stdout.write(`READY ${running.grpcPort} ${running.httpPort}\n`);
   process.on('SIGTERM', () => void running.close().then(() => process.exit(0)));
 }

@@ -191,7 +191,9 @@ export class AdminOperations {
     }
     const totalLag = queues.reduce((a, q) => a + q.lag, 0);
     const inflight = queues.reduce((a, q) => a + q.inflight + q.ready, 0);
-    return { group, queues, totalLag, inflight };
+    const waitingRetry = topics.reduce((a, t) => a + this.broker.consume.retryBacklog(group, t), 0);
+    const deadLettered = this.broker.consume.deadLettered.get(group) ?? 0;
+    return { group, queues, totalLag, inflight, waitingRetry, deadLettered };
   }
 
   consumerConnection(group: string) {
@@ -245,7 +247,13 @@ export class AdminOperations {
       topics: this.broker.topics.list().length,
       groups: this.broker.groups.list().length,
       clients: this.broker.sessions.list().length,
+      deadLettered: Object.fromEntries(this.broker.consume.deadLettered),
       store: s,
+      process: {
+        rssBytes: process.memoryUsage().rss,
+        heapUsedBytes: process.memoryUsage().heapUsed,
+        uptimeSeconds: Math.round(process.uptime()),
+      },
     };
   }
 }

@@ -131,6 +131,16 @@ interface Delivery {
   fifoKey: string;
 }
 
+/** A failed delivery to turn into a retry, a FIFO wait or a dead letter. */
+interface Failure {
+  key: string;
+  d: Delivery;
+  requestedMs: number;
+  immediate: boolean;
+}
+
+const FAIL_CHUNK = 512;
+
 class GroupTopicState {
   /** Next offset to read per queue: TOPIC queues under `t:q`, RETRY queues under `r:q`. */
   readonly offsets = new Map<string, number>();
@@ -143,6 +153,8 @@ class GroupTopicState {
   /** Retry queues whose head is not due before this time. */
   readonly retryDueHint = new Map<number, number>();
   readonly lock = new SerialExecutor();
+  /** Deliveries whose invisible time ran out, waiting to be failed in one batch. */
+  expiring: Failure[] = [];
   rr = 0;
   constructor(
     readonly group: string,
@@ -367,7 +379,7 @@ export class ConsumeService implements StateParticipant {
     const { s, key } = this.liveDelivery(group, topic, receiptHandle);
     const d = s.deliveries.get(key)!;
     if (d.autoRenew) {
-      await s.lock.run(() => this.fail(s, key, d, ms));
+      await s.lock.run(() => this.failMany(s, [{ key, d, requestedMs: ms, immediate: false }]));
       return receiptHandle;
     }
     d.nonce = newNonce();
@@ -384,7 +396,7 @@ export class ConsumeService implements StateParticipant {
     await s.lock.run(async () => {
       if (s.deliveries.get(key) !== d) return;
       const m = await this.readDelivered(s, d);
-      if (m) await this.deadLetter(s, m, d.attempt);
+      if (m) await this.deadLetter(s, [{ m, attempts: d.attempt }]);
       await this.journalSettled(s, [this.settle(s, key)]);
     });
   }
@@ -393,16 +405,14 @@ export class ConsumeService implements StateParticipant {
   async releaseClient(clientId: string): Promise<number> {
     let released = 0;
     for (const s of this.states.values()) {
-      const mine = [...s.deliveries].filter(
-        ([, d]) => d.state === DeliveryState.INFLIGHT && d.autoRenew && d.clientId === clientId,
-      );
+      const mine: Failure[] = [];
+      for (const [key, d] of s.deliveries) {
+        if (d.state === DeliveryState.INFLIGHT && d.autoRenew && d.clientId === clientId)
+          mine.push({ key, d, requestedMs: 0, immediate: true });
+      }
       if (mine.length === 0) continue;
       released += mine.length;
-      await s.lock.run(async () => {
-        for (const [key, d] of mine)
-          if (s.deliveries.get(key) === d && d.state === DeliveryState.INFLIGHT)
-            await this.fail(s, key, d, 0, true);
-      });
+      await s.lock.run(() => this.failMany(s, mine));
     }
     if (released > 0)
       this.logger.info({ clientId, released }, 'released in-flight messages of a departed client');
@@ -668,71 +678,92 @@ export class ConsumeService implements StateParticipant {
     }
     if (d.state !== DeliveryState.INFLIGHT) return;
     // Invisible time over without an ack: a failed attempt. A push consumer that is still alive is
-    // renewed before this happens, so here the consumer is gone or timed out.
-    void s.lock
-      .run(async () => {
-        if (s.deliveries.get(key) === d && d.state === DeliveryState.INFLIGHT && d.nonce === nonce)
-          await this.fail(s, key, d, 0, !d.autoRenew);
-      })
-      .catch((err) =>
-        this.logger.error({ err, group: s.group, topic: s.topic }, 'could not schedule a retry'),
-      );
+    // renewed before this happens, so here the consumer is gone or timed out. Expiries are handled
+    // in batches (one store append, one journal write for many).
+    s.expiring.push({ key, d, requestedMs: 0, immediate: !d.autoRenew });
+    if (s.expiring.length === 1) {
+      setImmediate(() => {
+        const due = s.expiring.splice(0);
+        void s.lock
+          .run(() => this.failMany(s, due))
+          .catch((err) =>
+            this.logger.error({ err, group: s.group, topic: s.topic }, 'could not schedule retries'),
+          );
+      });
+    }
   }
 
   /**
-   * Attempt `d.attempt` failed. `requestedMs` is the client's wish (push nack); `immediate` makes a
-   * non-FIFO retry due at once (simple consumers, departed push consumers). Runs under the state lock.
+   * Deliveries failed. Per failure, `requestedMs` is the client's wish (push nack) and `immediate`
+   * makes a non-FIFO retry due at once (simple consumers, departed push consumers). FIFO deliveries
+   * wait their fixed interval in place; the others become retry messages or dead letters, written
+   * with one store append per kind and one journal write. Runs under the state lock.
    */
-  private async fail(
-    s: GroupTopicState,
-    key: string,
-    d: Delivery,
-    requestedMs: number,
-    immediate = false,
-  ): Promise<void> {
+  private async failMany(s: GroupTopicState, failures: readonly Failure[]): Promise<void> {
+    for (let i = 0; i < failures.length; i += FAIL_CHUNK)
+      await this.failChunk(s, failures.slice(i, i + FAIL_CHUNK));
+  }
+
+  private async failChunk(s: GroupTopicState, failures: readonly Failure[]): Promise<void> {
     const g = this.groups.get(s.group);
     const maxAttempts = (g?.retryMaxTimes ?? 16) + 1;
     const now = this.now();
-    if (d.fifoKey && g) {
-      if (d.attempt < maxAttempts) {
+    const waits: Tuple[] = [];
+    const rest: Failure[] = [];
+    for (const f of failures) {
+      const { key, d } = f;
+      if (s.deliveries.get(key) !== d || d.state !== DeliveryState.INFLIGHT) continue; // acked or failed meanwhile
+      if (d.fifoKey && g && d.attempt < maxAttempts) {
         d.state = DeliveryState.WAITING_RETRY;
         d.nonce = newNonce();
         // Simple consumers already waited their invisible time; push consumers wait the fixed interval.
-        d.deadline = now + (immediate ? 0 : Math.max(requestedMs, g.fifoRetryIntervalMs));
+        d.deadline = now + (f.immediate ? 0 : Math.max(f.requestedMs, g.fifoRetryIntervalMs));
         this.heap.push(d.deadline, { s, key, nonce: d.nonce });
-        await this.journal.append({ k: 'dlv', g: s.group, t: s.topic, d: [toTuple(d)] });
-        return;
-      }
-    }
-    const m = await this.readDelivered(s, d);
-    if (m) {
-      if (d.attempt >= maxAttempts) {
-        await this.deadLetter(s, m, d.attempt);
+        waits.push(toTuple(d));
       } else {
-        const delay = immediate
-          ? 0
-          : Math.max(
-              requestedMs,
-              retryDelayMs(g?.retryPolicy ?? { type: 'CUSTOMIZED', next: [] }, d.attempt),
-            );
-        const dueAt = now + delay;
-        await this.store.append([retryRecord(m, s.group, s.topic, d.attempt, dueAt, delay)]);
-        if (delay > 0) this.heap.push(dueAt, { wake: s.topic });
+        rest.push(f);
       }
     }
-    if (s.deliveries.get(key) === d) await this.journalSettled(s, [this.settle(s, key)]);
+    if (waits.length > 0) await this.journal.append({ k: 'dlv', g: s.group, t: s.topic, d: waits });
+    if (rest.length === 0) return;
+    const policy = g?.retryPolicy ?? { type: 'CUSTOMIZED' as const, next: [] };
+    const messages = await Promise.all(rest.map((f) => this.readDelivered(s, f.d)));
+    const retries = [];
+    const dead: { m: StoredMessage; attempts: number }[] = [];
+    for (let i = 0; i < rest.length; i++) {
+      const m = messages[i];
+      const { d, requestedMs, immediate } = rest[i]!;
+      if (!m) continue; // removed by retention: nothing left to retry
+      if (d.attempt >= maxAttempts) {
+        dead.push({ m, attempts: d.attempt });
+        continue;
+      }
+      const delay = immediate ? 0 : Math.max(requestedMs, retryDelayMs(policy, d.attempt));
+      // No timer per retry (memory would grow with the backlog): a consumer that finds the head of a
+      // retry queue not yet due schedules one wake-up for it (see pop).
+      retries.push(retryRecord(m, s.group, s.topic, d.attempt, now + delay, delay));
+    }
+    if (dead.length > 0) await this.deadLetter(s, dead);
+    if (retries.length > 0) await this.store.append(retries);
+    const done = rest.filter((f) => s.deliveries.get(f.key) === f.d).map((f) => this.settle(s, f.key));
+    if (done.length > 0) await this.journalSettled(s, done);
   }
 
-  private async deadLetter(s: GroupTopicState, m: StoredMessage, attempts: number): Promise<void> {
+  private async deadLetter(
+    s: GroupTopicState,
+    dead: readonly { m: StoredMessage; attempts: number }[],
+  ): Promise<void> {
     const dlq = dlqTopicOf(s.group);
     if (!this.topics.get(dlq))
       await this.topics.upsert(dlq, { readQueueNums: 1, writeQueueNums: 1 }, { system: true });
-    await this.store.append([dlqRecord(m, s.group, s.topic, attempts)]);
-    this.deadLettered.set(s.group, (this.deadLettered.get(s.group) ?? 0) + 1);
-    this.logger.warn(
-      { group: s.group, topic: s.topic, messageId: originIdOf(m), attempts, dlq },
-      'message moved to the dead-letter queue',
-    );
+    await this.store.append(dead.map(({ m, attempts }) => dlqRecord(m, s.group, s.topic, attempts)));
+    this.deadLettered.set(s.group, (this.deadLettered.get(s.group) ?? 0) + dead.length);
+    for (const { m, attempts } of dead) {
+      this.logger.warn(
+        { group: s.group, topic: s.topic, messageId: originIdOf(m), attempts, dlq },
+        'message moved to the dead-letter queue',
+      );
+    }
   }
 
   /** The stored message a delivery stands for, or null if retention removed it. */

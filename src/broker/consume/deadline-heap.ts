@@ -2,6 +2,9 @@
  * A binary min-heap of deadlines with one timer for the earliest, so invisible-time expiry needs no
  * per-message timers. Stale items (the delivery was acked or re-armed) are dropped by the callback.
  */
+/** Most items fired in one turn of the event loop. */
+const MAX_PER_TICK = 10_000;
+
 export interface Deadline<T> {
   at: number;
   item: T;
@@ -38,9 +41,20 @@ export class DeadlineHeap<T> {
   /** Fire everything due now (called by the timer; public for tests). */
   fireDue(): void {
     const now = this.now();
+    let fired = 0;
     while (this.heap.length > 0 && this.heap[0]!.at <= now) {
       const top = this.pop();
       this.onDue(top.item, top.at);
+      if (++fired === MAX_PER_TICK && this.heap.length > 0 && this.heap[0]!.at <= now) {
+        // Many at once (a mass expiry): let the event loop breathe, then go on.
+        if (this.timer) clearTimeout(this.timer);
+        this.timer = null;
+        this.timerAt = now;
+        setImmediate(() => {
+          if (!this.closed) this.fireDue();
+        });
+        return;
+      }
     }
     this.arm();
   }

@@ -1,0 +1,102 @@
+/**
+ * Every timer a client starts goes through one `Timers`, so that `close()` can clear them all and no
+ * stray callback (a Telemetry re-open, a heartbeat, a backoff) fires or keeps the process alive
+ * afterwards. Sleeps are abortable and are woken with an error when the timers are cleared.
+ */
+import { abortReason, closedError } from './errors.js';
+
+export type Cancel = () => void;
+
+export interface TimerOptions {
+  /** Let the process exit while only this timer is pending. @defaultValue false */
+  unref?: boolean;
+}
+
+export class Timers {
+  private readonly timeouts = new Set<NodeJS.Timeout>();
+  private readonly intervals = new Set<NodeJS.Timeout>();
+  private readonly immediates = new Set<NodeJS.Immediate>();
+  private readonly sleepers = new Set<(err: unknown) => void>();
+  private cleared = false;
+
+  constructor(private readonly owner = 'the client') {}
+
+  /** Run `fn` once after `ms`. A no-op once cleared. */
+  timeout(fn: () => void, ms: number, opts: TimerOptions = {}): Cancel {
+    if (this.cleared) return noop;
+    const t = setTimeout(() => {
+      this.timeouts.delete(t);
+      fn();
+    }, ms);
+    if (opts.unref) t.unref();
+    this.timeouts.add(t);
+    return () => {
+      clearTimeout(t);
+      this.timeouts.delete(t);
+    };
+  }
+
+  /** Run `fn` every `ms`. A no-op once cleared. */
+  interval(fn: () => void, ms: number, opts: TimerOptions = {}): Cancel {
+    if (this.cleared) return noop;
+    const t = setInterval(fn, ms);
+    if (opts.unref) t.unref();
+    this.intervals.add(t);
+    return () => {
+      clearInterval(t);
+      this.intervals.delete(t);
+    };
+  }
+
+  /** Run `fn` after the current I/O callbacks (coalesces work issued in one turn of the loop). */
+  immediate(fn: () => void): Cancel {
+    if (this.cleared) return noop;
+    const t = setImmediate(() => {
+      this.immediates.delete(t);
+      fn();
+    });
+    this.immediates.add(t);
+    return () => {
+      clearImmediate(t);
+      this.immediates.delete(t);
+    };
+  }
+
+  /** Resolve after `ms`; reject with the signal's reason on abort, or a closed error on `clear()`. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (this.cleared) return Promise.reject(closedError(this.owner));
+    return new Promise<void>((resolve, reject) => {
+      const finish = (err?: unknown) => {
+        cancel();
+        this.sleepers.delete(finish);
+        signal?.removeEventListener('abort', onAbort);
+        if (err === undefined) resolve();
+        else reject(err);
+      };
+      const onAbort = () => finish(abortReason(signal!));
+      const cancel = this.timeout(() => finish(), ms);
+      this.sleepers.add(finish);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Timers currently pending (for tests and diagnostics). */
+  get pending(): number {
+    return this.timeouts.size + this.intervals.size + this.immediates.size;
+  }
+
+  /** Clear everything and refuse new timers. Pending sleeps reject. Idempotent. */
+  clear(): void {
+    this.cleared = true;
+    for (const t of this.timeouts) clearTimeout(t);
+    for (const t of this.intervals) clearInterval(t);
+    for (const t of this.immediates) clearImmediate(t);
+    this.timeouts.clear();
+    this.intervals.clear();
+    this.immediates.clear();
+    for (const wake of [...this.sleepers]) wake(closedError(this.owner));
+  }
+}
+
+function noop(): void {}

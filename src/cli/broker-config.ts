@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { STORE_DEFAULTS, type FlushPolicy, type StoreOptions } from '../common/config.js';
 import { DEFAULT_PRODUCE_LIMITS, type ProduceLimits } from '../broker/produce.js';
 import { DEFAULT_CONSUME_OPTIONS, type ConsumeOptions } from '../broker/consume/consume-service.js';
+import { DEFAULT_FLOW_CONTROL, type FlowControlOptions } from '../broker/flow-control.js';
 import type { StartBrokerOptions } from '../server.js';
 import { usageError } from './cli-error.js';
 
@@ -60,6 +61,8 @@ export interface BrokerConfig {
   readonly produce: Readonly<Partial<ProduceLimits>>;
   /** Consumption tuning (config file only). */
   readonly consume: Readonly<ConsumeSettings>;
+  /** Send-side flow control on backlog (config file only). */
+  readonly flowControl: Readonly<Partial<FlowControlOptions>>;
 }
 
 export const BROKER_DEFAULTS = Object.freeze({
@@ -95,13 +98,15 @@ const FILE_KEYS = new Set([
   'store',
   'produce',
   'consume',
+  'flowControl',
 ]);
 
 /** Defaults of the nested sections: a key's default fixes the type its value must have. */
-const SECTION_DEFAULTS: Record<'store' | 'produce' | 'consume', Record<string, unknown>> = {
+const SECTION_DEFAULTS: Record<'store' | 'produce' | 'consume' | 'flowControl', Record<string, unknown>> = {
   store: omit(STORE_DEFAULTS, 'flush'),
   produce: { ...DEFAULT_PRODUCE_LIMITS },
   consume: omit(DEFAULT_CONSUME_OPTIONS, 'autoCreateGroups'),
+  flowControl: { ...DEFAULT_FLOW_CONTROL },
 };
 
 /** Where a value came from, for error messages. */
@@ -165,7 +170,7 @@ function parseNonNegative(raw: unknown, source: Source): number {
 }
 
 function parseSection(
-  name: 'store' | 'produce' | 'consume',
+  name: 'store' | 'produce' | 'consume' | 'flowControl',
   raw: unknown,
   source: Source,
 ): Record<string, number | boolean> {
@@ -329,6 +334,9 @@ export function resolveBrokerConfig(flags: BrokerFlags, options: ResolveOptions 
     store: Object.freeze(inFile('store') ? parseSection('store', file.store, fileSection) : {}),
     produce: Object.freeze(inFile('produce') ? parseSection('produce', file.produce, fileSection) : {}),
     consume: Object.freeze(inFile('consume') ? parseSection('consume', file.consume, fileSection) : {}),
+    flowControl: Object.freeze(
+      inFile('flowControl') ? parseSection('flowControl', file.flowControl, fileSection) : {},
+    ),
   };
   return Object.freeze(config);
 }
@@ -349,6 +357,7 @@ export function toStartOptions(c: BrokerConfig): StartBrokerOptions {
     store: { ...c.store },
     produce: { ...c.produce },
     consume: { ...c.consume },
+    flowControl: { ...c.flowControl },
   };
 }
 

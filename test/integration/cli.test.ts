@@ -256,7 +256,14 @@ describe('vela admin', { concurrency: true, timeout: 90_000 }, () => {
     );
     assert.match(table.stdout, /Consume Diff Total: 0\s+In-flight Total: 0/);
     assert.equal(json.code, 0, json.stderr);
-    assert.deepEqual(JSON.parse(json.stdout), { group, queues: [], totalLag: 0, inflight: 0 });
+    assert.deepEqual(JSON.parse(json.stdout), {
+      group,
+      queues: [],
+      totalLag: 0,
+      inflight: 0,
+      waitingRetry: 0,
+      deadLettered: 0,
+    });
   });
 
   test('queryMsgById and queryMsgByKey find a sent message', async () => {
@@ -281,6 +288,60 @@ describe('vela admin', { concurrency: true, timeout: 90_000 }, () => {
     assert.equal(byKey.code, 0, byKey.stderr);
     assert.match(byKey.stdout, new RegExp(`^${messageId}\\s+0\\s+0\\s+created\\s+order-42\\s+\\d{4}-`, 'm'));
     assertOneLineError(missing, 1, /no message with ID/, 'unknown message id');
+  });
+
+  test('queryDlqMsg lists a dead letter and resendDlqMsg sends it back to its group', async () => {
+    const topic = unique('CliDlq');
+    const group = unique('GCliDlq');
+    await api('POST', '/api/topics', { topic });
+    await api('POST', '/api/groups', { group, retryMaxTimes: 0 });
+    const [receipt] = await running.broker.produce.send([
+      { topic, messageId: 'DLQ-CLI-1', body: Buffer.from('x') },
+    ]);
+    assert.ok(receipt && !(receipt instanceof Error));
+    const filter = { expression: '*', tags: null, hashes: null, matches: () => true };
+    const [d] = await running.broker.consume.receive({
+      group,
+      topic,
+      filter,
+      autoRenew: true,
+      clientId: 'cli-test',
+      pollMs: 0,
+    });
+    assert.ok(d);
+    await running.broker.consume.changeInvisibleDuration(group, topic, d.receiptHandle, 0); // the only attempt fails
+    let listed = await admin('queryDlqMsg', '-g', group, '--json');
+    for (let i = 0; i < 50 && !listed.stdout.includes('DLQ-CLI-1'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      listed = await admin('queryDlqMsg', '-g', group, '--json');
+    }
+    assert.equal(listed.code, 0, listed.stderr);
+    const page = JSON.parse(listed.stdout);
+    assert.deepEqual(
+      page.messages.map((m: { messageId: string; originTopic: string }) => [m.messageId, m.originTopic]),
+      [['DLQ-CLI-1', topic]],
+    );
+    const table = await admin('queryDlqMsg', '-g', group);
+    assert.match(table.stdout, /DLQ-CLI-1/);
+    const resent = await admin('resendDlqMsg', '-g', group, '-i', 'DLQ-CLI-1');
+    assert.equal(resent.code, 0, resent.stderr);
+    assert.match(resent.stdout, /resent 1 message/);
+    const [back] = await running.broker.consume.receive({
+      group,
+      topic,
+      filter,
+      autoRenew: false,
+      invisibleMs: 30_000,
+      clientId: 'cli-test',
+      pollMs: 2000,
+    });
+    assert.equal(back?.message.properties.ORIGIN_MESSAGE_ID, 'DLQ-CLI-1');
+    assertOneLineError(
+      await admin('resendDlqMsg', '-g', group, '-i', 'nope'),
+      1,
+      /no dead letter/,
+      'unknown dead letter',
+    );
   });
 
   test('deleteTopic removes the topic', async () => {

@@ -78,6 +78,12 @@ export async function startAdminHttp(
     '/api/groups/:group/progress',
     async (req) => ops.consumerProgress(req.params.group, req.query.topic),
   );
+  app.post<{
+    Params: { group: string };
+    Body: { topic: string; timestamp?: number; offset?: number; queueId?: number };
+  }>('/api/groups/:group/reset-offset', async (req) =>
+    ops.resetOffset({ ...(req.body ?? { topic: '' }), group: req.params.group }),
+  );
   app.get<{ Params: { group: string } }>('/api/groups/:group/connections', async (req) =>
     ops.consumerConnection(req.params.group),
   );

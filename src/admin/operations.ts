@@ -180,20 +180,74 @@ export class AdminOperations {
     return groupView(this.broker.groups.require(group));
   }
 
-  /** Per queue of each topic the group consumes: broker offset, consumer offset, in-flight, lag. */
+  /**
+   * Per queue of each topic the group consumes: broker offset, consumer offset, in-flight, lag and
+   * last consume time. Push/simple (POP) consumption and pull consumers' committed offsets alike.
+   */
   consumerProgress(group: string, topic?: string) {
     this.broker.groups.require(group);
-    const topics = topic ? [topic] : this.broker.consume.topicsOf(group);
+    const committed = this.broker.offsets.list(group, topic);
+    const topics = topic
+      ? [topic]
+      : [...new Set([...this.broker.consume.topicsOf(group), ...committed.map((c) => c.topic)])].sort();
     const queues = [];
     for (const t of topics) {
-      for (const p of this.broker.consume.progress(group, t))
-        queues.push({ topic: t, brokerName: this.broker.brokerName, ...p });
+      if (!this.broker.topics.get(t)) continue;
+      const pop = new Map(this.broker.consume.progress(group, t).map((p) => [p.queueId, p]));
+      const pulled = new Map(committed.filter((c) => c.topic === t).map((c) => [c.queueId, c]));
+      for (const [queueId, p] of pop) {
+        const c = pulled.get(queueId);
+        if (c && !this.broker.consume.topicsOf(group).includes(t)) {
+          // A pull group: its committed offset is its progress.
+          queues.push({
+            topic: t,
+            brokerName: this.broker.brokerName,
+            queueId,
+            brokerOffset: p.brokerOffset,
+            consumerOffset: c.offset,
+            inflight: 0,
+            ready: 0,
+            lag: Math.max(0, p.brokerOffset - c.offset),
+            lastStoreTimestamp: p.lastStoreTimestamp,
+            lastConsumeTimestamp: c.updatedAt,
+          });
+        } else {
+          queues.push({
+            topic: t,
+            brokerName: this.broker.brokerName,
+            ...p,
+            lastConsumeTimestamp: c?.updatedAt ?? 0,
+          });
+        }
+      }
     }
     const totalLag = queues.reduce((a, q) => a + q.lag, 0);
     const inflight = queues.reduce((a, q) => a + q.inflight + q.ready, 0);
-    const waitingRetry = topics.reduce((a, t) => a + this.broker.consume.retryBacklog(group, t), 0);
+    const waitingRetry = topics.reduce(
+      (a, t) => a + (this.broker.topics.get(t) ? this.broker.consume.retryBacklog(group, t) : 0),
+      0,
+    );
     const deadLettered = this.broker.consume.deadLettered.get(group) ?? 0;
     return { group, queues, totalLag, inflight, waitingRetry, deadLettered };
+  }
+
+  /** Move a group back or forward: to the first message at or after a time, or to an offset. */
+  async resetOffset(input: {
+    group: string;
+    topic: string;
+    timestamp?: number;
+    offset?: number;
+    queueId?: number;
+  }) {
+    if ((input.timestamp === undefined) === (input.offset === undefined)) {
+      throw new VelaError('BAD_REQUEST', 'give exactly one of timestamp (ms) and offset');
+    }
+    const value = Number(input.timestamp ?? input.offset);
+    if (!Number.isFinite(value) || value < 0)
+      throw new VelaError('BAD_REQUEST', 'timestamp and offset must be numbers ≥ 0');
+    const to = input.timestamp !== undefined ? { timestamp: value } : { offset: value };
+    const queues = await this.broker.resetOffset(input.group, input.topic, to, input.queueId);
+    return { group: input.group, topic: input.topic, ...to, queues };
   }
 
   consumerConnection(group: string) {

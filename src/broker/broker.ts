@@ -19,6 +19,8 @@ import { ConsumeService, DEFAULT_CONSUME_OPTIONS, type ConsumeOptions } from './
 import { ReceiptHandles } from './receipt-handle.js';
 import { FlowControl, DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flow-control.js';
 import { dlqTopicOf, resendRecord } from './consume/retry-records.js';
+import { OffsetStore } from './offsets.js';
+import { PullService } from './pull.js';
 
 export interface BrokerOptions {
   /** Where everything is stored. Required. */
@@ -52,6 +54,8 @@ export class Broker {
   readonly limits: ProduceLimits;
   readonly consumeOptions: ConsumeOptions;
   readonly flow: FlowControl;
+  readonly offsets: OffsetStore;
+  readonly pull: PullService;
   private sweepTimer: NodeJS.Timeout | null = null;
   private closing: Promise<void> | null = null;
 
@@ -63,6 +67,7 @@ export class Broker {
       groups: GroupRegistry;
       sessions: SessionRegistry;
       consume: ConsumeService;
+      offsets: OffsetStore;
       limits: ProduceLimits;
       consumeOptions: ConsumeOptions;
     },
@@ -75,6 +80,16 @@ export class Broker {
     this.groups = parts.groups;
     this.sessions = parts.sessions;
     this.consume = parts.consume;
+    this.offsets = parts.offsets;
+    this.pull = new PullService(
+      store,
+      this.topics,
+      this.groups,
+      this.sessions,
+      this.offsets,
+      (g) => this.consume.requireGroup(g),
+      parts.consumeOptions.maxPollMs,
+    );
     this.limits = parts.limits;
     this.consumeOptions = parts.consumeOptions;
     this.flow = new FlowControl(
@@ -122,19 +137,20 @@ export class Broker {
         now,
         logger.child({ module: 'consume' }),
       );
+      const offsets = new OffsetStore(now);
       const journal = await StateJournal.open(
         {
           dir: join(opts.dataDir, 'state'),
           flush: opts.flush ?? 'sync',
           logger: logger.child({ module: 'state' }),
         },
-        [topics, groups, consume],
+        [topics, groups, consume, offsets],
       );
-      topics.journal = groups.journal = consume.journal = journal;
+      topics.journal = groups.journal = consume.journal = offsets.journal = journal;
       const broker = new Broker(
         store,
         journal,
-        { topics, groups, sessions, consume, limits, consumeOptions },
+        { topics, groups, sessions, consume, offsets, limits, consumeOptions },
         opts,
         clock,
         logger,
@@ -154,11 +170,13 @@ export class Broker {
   async deleteTopic(name: string): Promise<void> {
     await this.topics.delete(name);
     await this.consume.forget({ topic: name });
+    await this.offsets.forget({ topic: name });
   }
 
   async deleteGroup(name: string): Promise<void> {
     await this.groups.delete(name);
     await this.consume.forget({ group: name });
+    await this.offsets.forget({ group: name });
   }
 
   /** Messages by id (queryMsgById), newest first. */
@@ -171,6 +189,41 @@ export class Broker {
   findMessagesByKey(key: string, topic?: string, limit = 32): Promise<StoredMessage[]> {
     if (!key) throw new VelaError('ILLEGAL_MESSAGE_KEY', 'a key is required');
     return this.store.findByKey(key, { ...(topic ? { topic } : {}), limit });
+  }
+
+  /**
+   * Move a group on a topic to the first message stored at or after `timestamp`, or to an explicit
+   * `offset` (clamped to what is stored), on every queue or one. Takes effect for pull consumers at
+   * their next pull and for push/simple consumers at once. Returns the old and new offset per queue.
+   */
+  async resetOffset(
+    group: string,
+    topic: string,
+    to: { timestamp: number } | { offset: number },
+    queueId?: number,
+  ): Promise<{ queueId: number; oldOffset: number | null; newOffset: number }[]> {
+    this.groups.require(group);
+    const t = this.topics.require(topic);
+    const queues = queueId === undefined ? Array.from({ length: t.readQueueNums }, (_, i) => i) : [queueId];
+    if (queueId !== undefined && (queueId < 0 || queueId >= t.readQueueNums)) {
+      throw new VelaError('BAD_REQUEST', `queue ${queueId} is not a readable queue of ${topic}`);
+    }
+    const rows = [];
+    for (const q of queues) {
+      const qs = this.store.queueState(topic, q);
+      const newOffset =
+        'timestamp' in to
+          ? await this.store.offsetForTimestamp(topic, q, to.timestamp)
+          : Math.min(Math.max(to.offset, qs.minOffset), qs.maxOffset);
+      const pulled = this.offsets.get(group, topic, q)?.offset;
+      await this.offsets.reset(group, topic, q, newOffset);
+      for (const g of this.offsets.broadcastGroups(group, topic))
+        await this.offsets.reset(g, topic, q, newOffset);
+      const popped = await this.consume.resetQueue(group, topic, q, newOffset);
+      rows.push({ queueId: q, oldOffset: pulled ?? popped ?? null, newOffset });
+    }
+    this.logger.info({ group, topic, to, queues: rows }, 'consumer offsets reset');
+    return rows;
   }
 
   /** Messages in a group's dead-letter queue, oldest first, from `offset`. */
@@ -219,6 +272,7 @@ export class Broker {
         if (this.sweepTimer) clearInterval(this.sweepTimer);
         this.flow.stop();
         this.consume.stop();
+        this.pull.stop();
         await this.journal.close();
         await this.store.close();
       })();

@@ -19,6 +19,8 @@ export interface ClientSession {
   clientType: ClientType;
   group?: string;
   topics: string[];
+  /** Properties the client declared in its Settings (e.g. `vela.consume.mode=BROADCASTING`). */
+  properties?: Record<string, string>;
   language?: string;
   version?: string;
   hostname?: string;

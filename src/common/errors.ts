@@ -67,6 +67,8 @@ export const ErrorCatalogue = {
   ILLEGAL_POLLING_TIME: entry(Code.ILLEGAL_POLLING_TIME, false, 'illegal long-polling time'),
   INVALID_RECEIPT_HANDLE: entry(Code.INVALID_RECEIPT_HANDLE, false, 'invalid receipt handle'),
   MESSAGE_NOT_FOUND: entry(Code.MESSAGE_NOT_FOUND, false, 'message not found'),
+  ILLEGAL_OFFSET: entry(Code.ILLEGAL_OFFSET, false, 'illegal offset'),
+  OFFSET_NOT_FOUND: entry(Code.OFFSET_NOT_FOUND, false, 'no committed offset'),
   // Clients and requests
   CLIENT_ID_REQUIRED: entry(Code.CLIENT_ID_REQUIRED, false, 'the x-mq-client-id header is required'),
   UNRECOGNIZED_CLIENT_TYPE: entry(Code.UNRECOGNIZED_CLIENT_TYPE, false, 'unrecognized client type'),

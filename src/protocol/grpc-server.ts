@@ -19,6 +19,7 @@ import {
   type ReceiveRequestWire,
 } from './handlers/consume.js';
 import { heartbeat, notifyClientTermination, settingsReply } from './handlers/client.js';
+import { getOffset, pullMessage, queryOffset, updateOffset } from './handlers/pull.js';
 import { WireAddressScheme, type TelemetryCommand } from './wire-types.js';
 
 export interface GrpcEndpointOptions {
@@ -132,24 +133,25 @@ export class GrpcEndpoint {
         'SyncLiteSubscription',
         notImplemented('SyncLiteSubscription', 'lite topics are not supported'),
       ),
-      UpdateOffset: unary(
-        'UpdateOffset',
-        notImplemented('UpdateOffset', 'pull consumers are not supported yet'),
-      ),
-      GetOffset: unary('GetOffset', notImplemented('GetOffset', 'pull consumers are not supported yet')),
-      QueryOffset: unary(
-        'QueryOffset',
-        notImplemented('QueryOffset', 'pull consumers are not supported yet'),
-      ),
-      PullMessage: (call: grpc.ServerWritableStream<unknown, unknown>) => {
-        call.write({
-          status: statusOf(
-            new VelaError('NOT_IMPLEMENTED', 'PullMessage: pull consumers are not supported yet'),
-            log,
-            'PullMessage',
-          ),
-        });
-        call.end();
+      UpdateOffset: unary('UpdateOffset', (ctx, req) => updateOffset(broker, ctx, req)),
+      GetOffset: unary('GetOffset', (ctx, req) => getOffset(broker, ctx, req)),
+      QueryOffset: unary('QueryOffset', (ctx, req) => queryOffset(broker, ctx, req)),
+      PullMessage: (call: grpc.ServerWritableStream<Parameters<typeof pullMessage>[2], unknown>) => {
+        const ac = new AbortController();
+        this.receives.add(ac);
+        call.on('cancelled', () => ac.abort());
+        Promise.resolve()
+          .then(() => pullMessage(broker, contextOf(call), call.request, ac.signal, storeHost()))
+          .then(
+            (frames) => {
+              for (const f of frames) call.write(f);
+            },
+            (err: unknown) => call.write({ status: statusOf(err, log, 'PullMessage') }),
+          )
+          .finally(() => {
+            this.receives.delete(ac);
+            call.end();
+          });
       },
       ReceiveMessage: (call: grpc.ServerWritableStream<ReceiveRequestWire, unknown>) => {
         const ac = new AbortController();

@@ -111,6 +111,7 @@ export interface Settings {
   };
   user_agent?: { language?: number; version?: string; platform?: string; hostname?: string };
   metric?: { on: boolean };
+  client_properties?: Record<string, string>;
   pub_sub?: string;
 }
 export interface TelemetryCommand {

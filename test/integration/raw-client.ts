@@ -120,6 +120,49 @@ export class RawClient {
     });
   }
 
+  /** Open a Telemetry session with these Settings; resolves with the first reply. */
+  telemetry(settings: Any): Promise<{ reply: Any; end: () => void }> {
+    return new Promise((resolve, reject) => {
+      const call = this.client.Telemetry(this.metadata);
+      call.once('data', (reply: Any) => resolve({ reply, end: () => call.end() }));
+      call.on('error', (err: Error) => reject(err));
+      call.write({ settings });
+    });
+  }
+
+  /** Pull a queue from an offset: the status, messages and next offset. */
+  async pull(
+    group: string,
+    topic: string,
+    queueId: number,
+    offset: number,
+    opts: { batch?: number; pollMs?: number } = {},
+  ) {
+    const frames = await new Promise<Any[]>((resolve, reject) => {
+      const out: Any[] = [];
+      const call = this.client.PullMessage(
+        {
+          group: { name: group },
+          message_queue: { topic: { name: topic }, id: queueId },
+          offset,
+          batch_size: opts.batch ?? 32,
+          filter_expression: { type: 1, expression: '*' },
+          long_polling_timeout: fromMillis(opts.pollMs ?? 0),
+        },
+        this.metadata,
+        { deadline: Date.now() + 10_000 },
+      );
+      call.on('data', (f: Any) => out.push(f));
+      call.on('error', reject);
+      call.on('end', () => resolve(out));
+    });
+    return {
+      status: frames.find((f) => f.status)?.status,
+      messages: frames.filter((f) => f.message).map((f) => f.message),
+      nextOffset: frames.find((f) => f.next_offset !== undefined)?.next_offset ?? 0,
+    };
+  }
+
   close(): void {
     this.client.close();
   }

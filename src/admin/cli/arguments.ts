@@ -64,3 +64,22 @@ export function parseRetryPolicyJson(value: string): Record<string, unknown> {
   }
   return json as Record<string, unknown>;
 }
+
+/**
+ * mqadmin's `resetOffsetByTime -s` forms: `now`, milliseconds since the epoch, or
+ * `yyyy-MM-dd#HH:mm:ss:SSS` in local time.
+ */
+export function parseResetTime(value: string): number {
+  const v = value.trim();
+  if (v.toLowerCase() === 'now') return Date.now();
+  if (/^\d+$/.test(v)) return Number(v);
+  const m = /^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2})(?::(\d{3}))?$/.exec(v);
+  if (m) {
+    const [, y, mo, d, h, mi, s, ms] = m.map(Number) as number[];
+    const t = new Date(y!, mo! - 1, d!, h!, mi!, s!, ms ?? 0);
+    if (!Number.isNaN(t.getTime()) && t.getMonth() === mo! - 1) return t.getTime();
+  }
+  throw new InvalidArgumentError(
+    `invalid time "${value}": use now, epoch milliseconds or yyyy-MM-dd#HH:mm:ss:SSS`,
+  );
+}

@@ -8,8 +8,14 @@ import { Option, type Command } from 'commander';
 import type { GroupView, TopicView } from '../operations.js';
 import { CliError } from '../../cli/cli-error.js';
 import { AdminClient, DEFAULT_ADMIN_ADDR } from './admin-client.js';
-import { parseAttributes, parseBoolean, parseInteger, parseRetryPolicyJson } from './arguments.js';
-import { formatJson } from './table.js';
+import {
+  parseAttributes,
+  parseBoolean,
+  parseInteger,
+  parseResetTime,
+  parseRetryPolicyJson,
+} from './arguments.js';
+import { formatJson, formatTable } from './table.js';
 import {
   renderBrokerStatus,
   renderConsumerConnection,
@@ -281,6 +287,66 @@ export function registerAdminCommands(program: Command): Command {
         topic: o.topic,
       });
       out(o.json ? formatJson(progress) : renderConsumerProgress(progress));
+    },
+  );
+
+  type ResetOptions = CommonOptions & { group: string; topic: string; queue?: number };
+  const renderReset = (r: {
+    topic: string;
+    queues: { queueId: number; oldOffset: number | null; newOffset: number }[];
+  }) =>
+    formatTable(
+      ['#Topic', '#QID', '#Old Offset', '#New Offset'],
+      r.queues.map((q) => [r.topic, q.queueId, q.oldOffset ?? '-', q.newOffset]),
+    );
+
+  sub<ResetOptions & { timestamp: number }>(
+    'resetOffsetByTime',
+    'move a consumer group back or forward to the first message stored at or after a time',
+    (cmd) =>
+      cmd
+        .requiredOption('-g, --group <group>', 'consumer group name')
+        .requiredOption('-t, --topic <topic>', 'topic name')
+        .requiredOption(
+          '-s, --timestamp <time>',
+          'now, epoch milliseconds or yyyy-MM-dd#HH:mm:ss:SSS',
+          parseResetTime,
+        )
+        .option('-q, --queue <id>', 'only this queue', parseInteger)
+        .option('-f, --force <bool>', 'accepted and ignored (resets always apply)')
+        .option('-c, --cluster <name>', 'accepted and ignored (one broker)'),
+    async (client, o) => {
+      const r = await client.post<Parameters<typeof renderReset>[0]>(
+        `/api/groups/${seg(o.group)}/reset-offset`,
+        {
+          topic: o.topic,
+          timestamp: o.timestamp,
+          ...(o.queue !== undefined ? { queueId: o.queue } : {}),
+        },
+      );
+      out(o.json ? formatJson(r) : renderReset(r));
+    },
+  );
+
+  sub<ResetOptions & { offset: number }>(
+    'resetOffset',
+    'move a consumer group to an explicit offset (clamped to what is stored)',
+    (cmd) =>
+      cmd
+        .requiredOption('-g, --group <group>', 'consumer group name')
+        .requiredOption('-t, --topic <topic>', 'topic name')
+        .requiredOption('-o, --offset <n>', 'the next offset to consume', parseInteger)
+        .option('-q, --queue <id>', 'only this queue (default: every queue)', parseInteger),
+    async (client, o) => {
+      const r = await client.post<Parameters<typeof renderReset>[0]>(
+        `/api/groups/${seg(o.group)}/reset-offset`,
+        {
+          topic: o.topic,
+          offset: o.offset,
+          ...(o.queue !== undefined ? { queueId: o.queue } : {}),
+        },
+      );
+      out(o.json ? formatJson(r) : renderReset(r));
     },
   );
 

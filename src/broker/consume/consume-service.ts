@@ -164,6 +164,8 @@ class GroupTopicState {
 
 const off = (src: Source, q: number) => `${src === Source.TOPIC ? 't' : 'r'}:${q}`;
 const dkey = (src: Source, q: number, o: number) => `${src}:${q}:${o}`;
+/** Broadcast consumers keep their own state under `group%BROADCAST%<name>`; policies come from the group. */
+const baseGroupOf = (g: string) => g.split('%BROADCAST%')[0]!;
 const skey = (g: string, t: string) => `${g}\u0000${t}`;
 /** Handles carry the source in the queue id's top bit. */
 const RETRY_BIT = 0x8000_0000;
@@ -249,7 +251,7 @@ export class ConsumeService implements StateParticipant {
   async start(): Promise<void> {
     const now = this.now();
     for (const s of this.states.values()) {
-      const g = this.groups.get(s.group);
+      const g = this.groups.get(baseGroupOf(s.group));
       if (g?.consumeMessageOrderly) await this.rebuildFifo(s);
       for (const [key, d] of s.deliveries) {
         if (d.fifoKey) s.blocked.set(d.fifoKey, key);
@@ -300,7 +302,7 @@ export class ConsumeService implements StateParticipant {
 
   /** Receive messages, long-polling up to `pollMs` when none are ready. */
   async receive(req: ReceiveRequest): Promise<Delivered[]> {
-    const group = await this.requireGroup(req.group);
+    const group = await this.requireGroup(baseGroupOf(req.group));
     const topic = this.requireReadableTopic(req.topic);
     const invisibleMs = req.invisibleMs ?? (req.autoRenew ? this.o.autoRenewInvisibleMs : undefined);
     if (invisibleMs === undefined)
@@ -484,6 +486,33 @@ export class ConsumeService implements StateParticipant {
     return n;
   }
 
+  /**
+   * Rewind or advance a group on one queue (admin reset): the next message handed out is `offset`;
+   * its in-flight messages on that queue, held FIFO messages and waiting retries are discarded.
+   * Applies to the group and to its broadcast consumers.
+   */
+  async resetQueue(
+    group: string,
+    topic: string,
+    queueId: number,
+    offset: number,
+  ): Promise<number | undefined> {
+    let old: number | undefined;
+    for (const s of this.states.values()) {
+      if (s.topic !== topic || (s.group !== group && !s.group.startsWith(`${group}%BROADCAST%`))) continue;
+      await s.lock.run(async () => {
+        if (s.group === group) old = s.offsets.get(off(Source.TOPIC, queueId));
+        const rt = retryTopicOf(s.group, s.topic);
+        const retry: [number, number][] = [];
+        for (let q = 0; q < RETRY_QUEUES; q++) retry.push([q, this.store.queueState(rt, q).maxOffset]);
+        const rec = { k: 'rst', g: s.group, t: s.topic, q: queueId, o: offset, retry };
+        this.apply(rec);
+        await this.journal.append(rec);
+      });
+    }
+    return old;
+  }
+
   /** Every (group, topic) with consumption state. */
   groupTopics(): { group: string; topic: string }[] {
     return [...this.states.values()].map((s) => ({ group: s.group, topic: s.topic }));
@@ -539,6 +568,22 @@ export class ConsumeService implements StateParticipant {
       case 'forget':
         this.states.delete(skey(rec.g as string, rec.t as string));
         return true;
+      case 'rst': {
+        const st = s();
+        const q = rec.q as number;
+        st.offsets.set(off(Source.TOPIC, q), rec.o as number);
+        for (const [rq, next] of rec.retry as [number, number][]) st.offsets.set(off(Source.RETRY, rq), next);
+        st.retryDueHint.clear();
+        for (const [k, d] of [...st.deliveries]) {
+          if (d.source === Source.RETRY || (d.source === Source.TOPIC && d.queueId === q)) {
+            st.deliveries.delete(k);
+            if (d.fifoKey && st.blocked.get(d.fifoKey) === k) st.blocked.delete(d.fifoKey);
+          }
+        }
+        st.fifo.delete(q);
+        this.waiters.wake(st.topic);
+        return true;
+      }
       default:
         return false;
     }
@@ -705,7 +750,7 @@ export class ConsumeService implements StateParticipant {
   }
 
   private async failChunk(s: GroupTopicState, failures: readonly Failure[]): Promise<void> {
-    const g = this.groups.get(s.group);
+    const g = this.groups.get(baseGroupOf(s.group));
     const maxAttempts = (g?.retryMaxTimes ?? 16) + 1;
     const now = this.now();
     const waits: Tuple[] = [];
@@ -753,11 +798,14 @@ export class ConsumeService implements StateParticipant {
     s: GroupTopicState,
     dead: readonly { m: StoredMessage; attempts: number }[],
   ): Promise<void> {
-    const dlq = dlqTopicOf(s.group);
+    const dlq = dlqTopicOf(baseGroupOf(s.group));
     if (!this.topics.get(dlq))
       await this.topics.upsert(dlq, { readQueueNums: 1, writeQueueNums: 1 }, { system: true });
     await this.store.append(dead.map(({ m, attempts }) => dlqRecord(m, s.group, s.topic, attempts)));
-    this.deadLettered.set(s.group, (this.deadLettered.get(s.group) ?? 0) + dead.length);
+    this.deadLettered.set(
+      baseGroupOf(s.group),
+      (this.deadLettered.get(baseGroupOf(s.group)) ?? 0) + dead.length,
+    );
     for (const { m, attempts } of dead) {
       this.logger.warn(
         { group: s.group, topic: s.topic, messageId: originIdOf(m), attempts, dlq },

@@ -116,6 +116,9 @@ export async function settingsReply(
     ...(ua.hostname ? { hostname: ua.hostname } : {}),
     remoteAddress: ctx.peer,
     telemetryOpen: true,
+    ...(s.client_properties && Object.keys(s.client_properties).length
+      ? { properties: { ...s.client_properties } }
+      : {}),
   };
   if (clientType === ClientType.PRODUCER) {
     const topics = (s.publishing?.topics ?? []).map((t: Resource) => resourceName(ctx, t));

@@ -44,8 +44,9 @@ export async function receiveMessage(
   signal: AbortSignal,
   storeHost: string,
 ): Promise<ReceiveFrame[]> {
-  const group = resourceName(ctx, req.group);
-  checkGroupName(fromInternal(group).name);
+  const baseGroup = resourceName(ctx, req.group);
+  checkGroupName(fromInternal(baseGroup).name);
+  const group = broker.pull.effectiveGroup(baseGroup, ctx.clientId);
   const topic = resourceName(ctx, req.message_queue?.topic);
   checkTopicName(fromInternal(topic).name);
   const filterType = req.filter_expression?.type === WireFilterType.SQL ? 'SQL' : 'TAG';
@@ -94,9 +95,10 @@ export async function ackMessage(
   req: { group?: Resource; topic?: Resource; entries?: { message_id?: string; receipt_handle?: string }[] },
   logger: Logger,
 ): Promise<{ status: Status; entries: { message_id: string; receipt_handle: string; status: Status }[] }> {
-  const group = resourceName(ctx, req.group);
+  const baseGroup = resourceName(ctx, req.group);
   const topic = resourceName(ctx, req.topic);
-  checkGroupName(fromInternal(group).name);
+  checkGroupName(fromInternal(baseGroup).name);
+  const group = broker.pull.effectiveGroup(baseGroup, ctx.clientId);
   checkTopicName(fromInternal(topic).name);
   const wanted = req.entries ?? [];
   if (wanted.length === 0) throw new VelaError('BAD_REQUEST', 'no entry to acknowledge');
@@ -128,9 +130,10 @@ export async function changeInvisibleDuration(
     message_id?: string;
   },
 ): Promise<{ status: Status; receipt_handle: string }> {
-  const group = resourceName(ctx, req.group);
+  const baseGroup = resourceName(ctx, req.group);
   const topic = resourceName(ctx, req.topic);
-  checkGroupName(fromInternal(group).name);
+  checkGroupName(fromInternal(baseGroup).name);
+  const group = broker.pull.effectiveGroup(baseGroup, ctx.clientId);
   checkTopicName(fromInternal(topic).name);
   const ms = toMillis(req.invisible_duration);
   if (ms === undefined) throw new VelaError('ILLEGAL_INVISIBLE_TIME', 'invisible_duration is required');
@@ -144,9 +147,10 @@ export async function forwardMessageToDeadLetterQueue(
   ctx: CallContext,
   req: { group?: Resource; topic?: Resource; receipt_handle?: string; message_id?: string },
 ): Promise<{ status: Status }> {
-  const group = resourceName(ctx, req.group);
+  const baseGroup = resourceName(ctx, req.group);
   const topic = resourceName(ctx, req.topic);
-  checkGroupName(fromInternal(group).name);
+  checkGroupName(fromInternal(baseGroup).name);
+  const group = broker.pull.effectiveGroup(baseGroup, ctx.clientId);
   checkTopicName(fromInternal(topic).name);
   broker.sessions.touch(ctx.clientId);
   await broker.consume.forwardToDeadLetter(group, topic, req.receipt_handle ?? '');

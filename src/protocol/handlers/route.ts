@@ -92,9 +92,18 @@ export async function queryAssignment(
   const topic = await requireTopic(broker, resourceName(ctx, req.topic), false);
   if ((topic.perm & Perm.READ) === 0) throw new VelaError('FORBIDDEN', `no readable queue in ${topic.name}`);
   broker.sessions.touch(ctx.clientId);
+  const endpoints = brokerEndpoints(req.endpoints, route);
+  if (broker.sessions.get(ctx.clientId)?.clientType === 'PULL_CONSUMER') {
+    // Queue-granularity consumption: the queues this consumer owns in its group.
+    const owned = await broker.pull.assignment(groupName, topic.name, ctx.clientId);
+    return {
+      status: OK_STATUS,
+      assignments: owned.map((id) => ({ message_queue: queue(topic, id, broker, endpoints) })),
+    };
+  }
   // Message-granularity consumption: one assignment for the whole broker (queue -1): every consumer
   // of the group receives from every queue, and the server balances message by message.
-  const q = queue(topic, 0, broker, brokerEndpoints(req.endpoints, route));
+  const q = queue(topic, 0, broker, endpoints);
   q.id = -1;
   q.permission = WirePermission.READ_WRITE;
   return { status: OK_STATUS, assignments: [{ message_queue: q }] };

@@ -1,0 +1,129 @@
+/**
+ * Committed consumer offsets for queue-granularity (pull) consumption: per (consumer group, topic,
+ * queue) the next offset to consume, as the client committed it, with the time of the commit. Kept
+ * in the state journal, so offsets have the store's crash guarantees. An admin reset also leaves a
+ * pending notice that the next pull of that queue receives, so a running consumer moves at once.
+ */
+import type { StateJournal, StateParticipant, StateRecord } from './state-journal.js';
+
+export interface CommittedOffset {
+  offset: number;
+  updatedAt: number;
+}
+
+const key = (group: string, topic: string, queueId: number) => `${group}\u0000${topic}\u0000${queueId}`;
+
+export class OffsetStore implements StateParticipant {
+  readonly stateKey = 'offsets';
+  journal!: StateJournal;
+  private readonly offsets = new Map<string, CommittedOffset>();
+  private readonly pendingResets = new Map<string, number>();
+
+  constructor(private readonly now: () => number) {}
+
+  get(group: string, topic: string, queueId: number): CommittedOffset | undefined {
+    return this.offsets.get(key(group, topic, queueId));
+  }
+
+  async commit(group: string, topic: string, queueId: number, offset: number): Promise<void> {
+    const updatedAt = this.now();
+    await this.journal.append({ k: 'off', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
+    this.offsets.set(key(group, topic, queueId), { offset, updatedAt });
+  }
+
+  /** An admin reset: commit `offset` and tell the next pull of that queue to move there. */
+  async reset(group: string, topic: string, queueId: number, offset: number): Promise<void> {
+    const updatedAt = this.now();
+    await this.journal.append({ k: 'reset', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
+    this.offsets.set(key(group, topic, queueId), { offset, updatedAt });
+    this.pendingResets.set(key(group, topic, queueId), offset);
+  }
+
+  /** Take the pending reset of a queue, if any (the pull that receives it clears it). */
+  takeReset(group: string, topic: string, queueId: number): number | undefined {
+    const k = key(group, topic, queueId);
+    const o = this.pendingResets.get(k);
+    if (o !== undefined) this.pendingResets.delete(k);
+    return o;
+  }
+
+  /** Every committed offset of a group (and topic). */
+  list(
+    group: string,
+    topic?: string,
+  ): { topic: string; queueId: number; offset: number; updatedAt: number }[] {
+    const out = [];
+    for (const [k, v] of this.offsets) {
+      const [g, t, q] = k.split('\u0000') as [string, string, string];
+      if (g === group && (topic === undefined || t === topic))
+        out.push({ topic: t, queueId: Number(q), ...v });
+    }
+    return out.sort((a, b) => a.topic.localeCompare(b.topic) || a.queueId - b.queueId);
+  }
+
+  /** The group's broadcast consumers with offsets for `topic` (`group%BROADCAST%<name>`). */
+  broadcastGroups(group: string, topic: string): string[] {
+    const out = new Set<string>();
+    for (const k of this.offsets.keys()) {
+      const [g, t] = k.split('\u0000') as [string, string];
+      if (t === topic && g.startsWith(`${group}%BROADCAST%`)) out.add(g);
+    }
+    return [...out];
+  }
+
+  hasGroup(group: string): boolean {
+    for (const k of this.offsets.keys()) if (k.startsWith(`${group}\u0000`)) return true;
+    return false;
+  }
+
+  async forget(filter: { group?: string; topic?: string }): Promise<void> {
+    let changed = false;
+    for (const k of [...this.offsets.keys()]) {
+      const [g, t] = k.split('\u0000');
+      if (
+        (filter.group === undefined || g === filter.group) &&
+        (filter.topic === undefined || t === filter.topic)
+      ) {
+        this.offsets.delete(k);
+        this.pendingResets.delete(k);
+        changed = true;
+      }
+    }
+    if (changed)
+      await this.journal.append({
+        k: 'off-',
+        ...(filter.group ? { g: filter.group } : {}),
+        ...(filter.topic ? { t: filter.topic } : {}),
+      });
+  }
+
+  apply(rec: StateRecord): boolean {
+    if (rec.k === 'off' || rec.k === 'reset') {
+      const k = key(rec.g as string, rec.t as string, rec.q as number);
+      this.offsets.set(k, { offset: rec.o as number, updatedAt: rec.ts as number });
+      if (rec.k === 'reset') this.pendingResets.set(k, rec.o as number);
+      return true;
+    }
+    if (rec.k === 'off-') {
+      for (const k of [...this.offsets.keys()]) {
+        const [g, t] = k.split('\u0000');
+        if ((rec.g === undefined || g === rec.g) && (rec.t === undefined || t === rec.t))
+          this.offsets.delete(k);
+      }
+      return true;
+    }
+    return false;
+  }
+
+  snapshot(): unknown {
+    return { offsets: [...this.offsets], resets: [...this.pendingResets] };
+  }
+
+  restore(data: unknown): void {
+    const d = data as { offsets: [string, CommittedOffset][]; resets: [string, number][] };
+    this.offsets.clear();
+    this.pendingResets.clear();
+    for (const [k, v] of d.offsets) this.offsets.set(k, v);
+    for (const [k, v] of d.resets) this.pendingResets.set(k, v);
+  }
+}

@@ -123,6 +123,40 @@ export class BenchClient {
     });
   }
 
+  /** One PullMessage: the messages and the offset to continue from. */
+  pull(
+    group: string,
+    topic: string,
+    queueId: number,
+    offset: number,
+    batch: number,
+  ): Promise<{ count: number; bytes: number; next: number }> {
+    return new Promise((resolve, reject) => {
+      let count = 0;
+      let bytes = 0;
+      let next = offset;
+      const s = this.c.PullMessage(
+        {
+          group: { name: group },
+          message_queue: { topic: { name: topic }, id: queueId },
+          offset,
+          batch_size: batch,
+          filter_expression: { type: 1, expression: '*' },
+          long_polling_timeout: fromMillis(0),
+        },
+        this.md,
+      );
+      s.on('data', (f: Any) => {
+        if (f.message) {
+          count++;
+          bytes += f.message.body.length;
+        } else if (f.next_offset !== undefined) next = f.next_offset;
+      });
+      s.on('error', reject);
+      s.on('end', () => resolve({ count, bytes, next }));
+    });
+  }
+
   close(): void {
     this.c.close();
   }

@@ -4,6 +4,7 @@
  * maps a group to the same queue), and append to the store. A send resolves only when the message is
  * durable under the store's flush policy.
  */
+import { createHash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { MessageStore, MessageInput } from '../store/index.js';
 import { MessageType, Perm, type TopicConfig } from './metadata.js';
@@ -125,6 +126,8 @@ export function messageTypeOf(sysFlag: number): SendableType {
 
 /** Internal property holding the producer's trace context. */
 export const TRACE_CONTEXT_PROPERTY = 'TRACE_CONTEXT';
+/** Internal property holding the body's MD5 (uppercase hex), computed once at send for every delivery. */
+export const BODY_MD5_PROPERTY = '__VELA_BODY_MD5';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -237,7 +240,7 @@ export class ProduceService {
     }
     for (const k of propKeys) {
       const v = props[k]!;
-      if (k.trim() === '' || CONTROL.test(k) || RESERVED_PROPERTY_KEYS.has(k)) {
+      if (k.trim() === '' || CONTROL.test(k) || RESERVED_PROPERTY_KEYS.has(k) || k.startsWith('__VELA_')) {
         throw new VelaError(
           'ILLEGAL_MESSAGE_PROPERTY_KEY',
           `"${k}" is blank, has control characters or is reserved`,
@@ -269,7 +272,11 @@ export class ProduceService {
     if (m.deliveryTimestamp)
       throw new VelaError('ILLEGAL_DELIVERY_TIME', `only DELAY messages carry a delivery time`);
 
-    const properties = m.traceContext ? { ...props, [TRACE_CONTEXT_PROPERTY]: m.traceContext } : props;
+    const properties: Record<string, string> = {
+      ...props,
+      [BODY_MD5_PROPERTY]: createHash('md5').update(m.body).digest('hex').toUpperCase(),
+    };
+    if (m.traceContext) properties[TRACE_CONTEXT_PROPERTY] = m.traceContext;
     return {
       topic: topic.name,
       queueId: this.chooseQueue(topic, m.messageGroup),

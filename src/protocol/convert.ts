@@ -5,10 +5,16 @@
 import { createHash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { ProduceMessage, SendableType } from '../broker/produce.js';
-import { messageTypeOf, SysFlag, TRACE_CONTEXT_PROPERTY } from '../broker/produce.js';
+import { BODY_MD5_PROPERTY, messageTypeOf, SysFlag, TRACE_CONTEXT_PROPERTY } from '../broker/produce.js';
 import type { StoredMessage } from '../store/index.js';
 import { fromMillis, toMillis } from './codec.js';
-import { WireDigestType, WireEncoding, WireMessageType, type WireMessage } from './wire-types.js';
+import {
+  WireDigestType,
+  WireEncoding,
+  WireMessageType,
+  type SystemProperties,
+  type WireMessage,
+} from './wire-types.js';
 import { fromInternal, toInternal } from './namespace.js';
 
 const TYPE_FROM_WIRE: Record<number, SendableType | undefined> = {
@@ -56,40 +62,48 @@ export interface DeliveryInfo {
   storeHost: string;
 }
 
+/** The MD5 body digest the official clients require: stored with the message, else computed. */
+export function bodyDigest(m: StoredMessage): string {
+  return m.properties[BODY_MD5_PROPERTY] ?? createHash('md5').update(m.body).digest('hex').toUpperCase();
+}
+
+/** Hot path (every delivery): plain assignments, no spreads. */
 export function toWireMessage(m: StoredMessage, d: DeliveryInfo): WireMessage {
   const { namespace, name } = fromInternal(m.topic);
   const properties = m.properties;
   let user = properties;
   let traceContext: string | undefined;
-  if (TRACE_CONTEXT_PROPERTY in properties) {
-    ({ [TRACE_CONTEXT_PROPERTY]: traceContext, ...user } = properties);
+  if (TRACE_CONTEXT_PROPERTY in properties || BODY_MD5_PROPERTY in properties) {
+    user = {};
+    for (const k in properties) {
+      if (k === TRACE_CONTEXT_PROPERTY) traceContext = properties[k];
+      else if (k !== BODY_MD5_PROPERTY) user[k] = properties[k]!;
+    }
   }
+  const sp: SystemProperties = {
+    keys: m.keys,
+    message_id: m.messageId,
+    body_digest: { type: WireDigestType.MD5, checksum: bodyDigest(m) },
+    body_encoding: m.sysFlag & SysFlag.GZIP ? WireEncoding.GZIP : WireEncoding.IDENTITY,
+    message_type: TYPE_TO_WIRE[messageTypeOf(m.sysFlag)],
+    born_timestamp: fromMillis(m.bornTimestamp),
+    born_host: m.bornHost,
+    store_timestamp: fromMillis(m.storeTimestamp),
+    store_host: d.storeHost,
+    queue_id: m.queueId,
+    queue_offset: m.queueOffset,
+    delivery_attempt: d.deliveryAttempt !== undefined && d.deliveryAttempt > 1 ? d.deliveryAttempt : 1,
+  };
+  if (m.tag) sp.tag = m.tag;
+  if (m.deliveryTimestamp) sp.delivery_timestamp = fromMillis(m.deliveryTimestamp);
+  if (d.receiptHandle) sp.receipt_handle = d.receiptHandle;
+  if (d.invisibleMs !== undefined) sp.invisible_duration = fromMillis(d.invisibleMs);
+  if (m.messageGroup) sp.message_group = m.messageGroup;
+  if (traceContext) sp.trace_context = traceContext;
   return {
     topic: { resource_namespace: namespace, name },
     user_properties: user,
-    system_properties: {
-      ...(m.tag ? { tag: m.tag } : {}),
-      keys: m.keys,
-      message_id: m.messageId,
-      body_digest: {
-        type: WireDigestType.MD5,
-        checksum: createHash('md5').update(m.body).digest('hex').toUpperCase(),
-      },
-      body_encoding: m.sysFlag & SysFlag.GZIP ? WireEncoding.GZIP : WireEncoding.IDENTITY,
-      message_type: TYPE_TO_WIRE[messageTypeOf(m.sysFlag)],
-      born_timestamp: fromMillis(m.bornTimestamp),
-      born_host: m.bornHost,
-      store_timestamp: fromMillis(m.storeTimestamp),
-      store_host: d.storeHost,
-      ...(m.deliveryTimestamp ? { delivery_timestamp: fromMillis(m.deliveryTimestamp) } : {}),
-      ...(d.receiptHandle ? { receipt_handle: d.receiptHandle } : {}),
-      queue_id: m.queueId,
-      queue_offset: m.queueOffset,
-      ...(d.invisibleMs !== undefined ? { invisible_duration: fromMillis(d.invisibleMs) } : {}),
-      delivery_attempt: Math.max(1, d.deliveryAttempt ?? 1),
-      ...(m.messageGroup ? { message_group: m.messageGroup } : {}),
-      ...(traceContext ? { trace_context: traceContext } : {}),
-    },
+    system_properties: sp,
     body: m.body,
   };
 }

@@ -32,7 +32,7 @@ import { retryDelayMs } from '../retry-policy.js';
 import { newNonce, type ReceiptHandles } from '../receipt-handle.js';
 import { DeadlineHeap } from './deadline-heap.js';
 import { LongPollWaiters } from './long-poll.js';
-import { FifoQueue, fifoKey } from './fifo.js';
+import { FifoQueue, fifoKey, type HeldMessage } from './fifo.js';
 import {
   dlqRecord,
   dlqTopicOf,
@@ -940,29 +940,34 @@ export class ConsumeService implements StateParticipant {
           )
         : undefined;
       if (fq) {
-        // Held messages whose key is free go first, in storage order.
-        for (let h = 0; h < fq.held.length && out.length < batch;) {
-          const e = fq.held[h]!;
-          if (s.blocked.has(e.key) || taken.has(e.key)) {
-            h++;
-            continue;
+        // Held messages whose key is free go first, in storage order: choose them, then read them
+        // with as few store reads as their spread allows.
+        const chosen: HeldMessage[] = [];
+        const rest: HeldMessage[] = [];
+        for (const e of fq.held) {
+          if (out.length + chosen.length < batch && !s.blocked.has(e.key) && !taken.has(e.key)) {
+            chosen.push(e);
+            taken.add(e.key);
+          } else rest.push(e);
+        }
+        if (chosen.length > 0) {
+          fq.held = rest;
+          for (const e of chosen) taken.delete(e.key);
+          for (const [e, m] of await this.readHeld(s.topic, q, chosen)) {
+            if (!m) continue; // removed by retention
+            deliver(m, {
+              source: Source.TOPIC,
+              queueId: q,
+              offset: e.offset,
+              nonce: 0,
+              attempt: 1,
+              deadline: 0,
+              autoRenew: false,
+              clientId: '',
+              state: 0,
+              fifoKey: e.key,
+            });
           }
-          fq.held.splice(h, 1);
-          const r = await this.store.read(s.topic, q, e.offset, { maxCount: 1 });
-          const m = r.messages[0];
-          if (!m || m.queueOffset !== e.offset) continue; // removed by retention
-          deliver(m, {
-            source: Source.TOPIC,
-            queueId: q,
-            offset: e.offset,
-            nonce: 0,
-            attempt: 1,
-            deadline: 0,
-            autoRenew: false,
-            clientId: '',
-            state: 0,
-            fifoKey: e.key,
-          });
         }
       }
       let at = s.offsets.get(off(Source.TOPIC, q)) ?? this.store.queueState(s.topic, q).minOffset;
@@ -1019,10 +1024,12 @@ export class ConsumeService implements StateParticipant {
       if (r.status !== 'FOUND' && r.status !== 'NO_NEW_MESSAGE') next = r.nextOffset;
       advance(Source.TOPIC, q, next);
       if (fq) {
-        // Offsets skipped by the tag pre-filter in the store are settled too.
-        const held = new Set(fq.held.map((h) => h.offset));
-        for (let o = at; o < next; o++) {
-          if (!s.deliveries.has(dkey(Source.TOPIC, q, o)) && !held.has(o)) fq.settled.add(o);
+        // Offsets the store's tag pre-filter skipped are settled too (only then is there a gap).
+        if (r.messages.length < next - at) {
+          const held = new Set(fq.held.map((h) => h.offset));
+          for (let o = at; o < next; o++) {
+            if (!s.deliveries.has(dkey(Source.TOPIC, q, o)) && !held.has(o)) fq.settled.add(o);
+          }
         }
         fq.advance(next, (o) => s.deliveries.has(dkey(Source.TOPIC, q, o)));
         lows.set(q, fq.low);
@@ -1037,6 +1044,27 @@ export class ConsumeService implements StateParticipant {
         d: tuples,
         ...(lows.size ? { lows: [...lows] } : {}),
       });
+    }
+    return out;
+  }
+
+  /** Read held messages (ascending offsets): one range read when they are close together. */
+  private async readHeld(
+    topic: string,
+    q: number,
+    chosen: readonly HeldMessage[],
+  ): Promise<[HeldMessage, StoredMessage | undefined][]> {
+    const first = chosen[0]!.offset;
+    const span = chosen.at(-1)!.offset - first + 1;
+    if (span <= 4 * chosen.length + 64) {
+      const r = await this.store.read(topic, q, first, { maxCount: span, maxBytes: 64 * 1024 * 1024 });
+      const byOffset = new Map(r.messages.map((m) => [m.queueOffset, m]));
+      return chosen.map((e) => [e, byOffset.get(e.offset)]);
+    }
+    const out: [HeldMessage, StoredMessage | undefined][] = [];
+    for (const e of chosen) {
+      const r = await this.store.read(topic, q, e.offset, { maxCount: 1 });
+      out.push([e, r.messages[0]?.queueOffset === e.offset ? r.messages[0] : undefined]);
     }
     return out;
   }

@@ -17,3 +17,6 @@ export { Code, codeName } from './common/codes.js';
 export { VelaError, ErrorCatalogue, isVelaError } from './common/errors.js';
 export type { ErrorKind } from './common/errors.js';
 export type { StoreOptions, FlushPolicy } from './common/config.js';
+export { createLogger, silentLogger } from './common/logger.js';
+export type { Logger, LoggerOptions } from './common/logger.js';
+export * from './client/index.js';

@@ -54,3 +54,13 @@ export function nackDelayMs(policy: RetryPolicyWire | undefined, attempt: number
   if (next.length > 0) return toMillis(next[Math.min(n - 1, next.length - 1)]) ?? 0;
   return 0;
 }
+
+/**
+ * The pause before receiving again after a failed receive (the `failures`-th in a row): flow control
+ * backs off from 100 ms, doubling up to 5 s, so a loaded broker is not hammered; other failures
+ * (broker restarting, network) from 500 ms, doubling up to 5 s.
+ */
+export function receiveRetryDelay(flowControl: boolean, failures: number): number {
+  const n = Math.max(1, failures);
+  return Math.min(5000, (flowControl ? 100 : 500) * Math.pow(2, Math.min(n - 1, 16)));
+}

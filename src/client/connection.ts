@@ -98,20 +98,25 @@ export class Connection {
     return new Promise<Res>((resolve, reject) => {
       if (opts.signal?.aborted) return reject(abortReason(opts.signal));
       let onAbort: (() => void) | undefined;
-      const call = this.client.makeUnaryRequest(
-        def.path,
-        def.requestSerialize,
-        def.responseDeserialize,
-        request,
-        requestMetadata(this.identity),
-        { deadline: Date.now() + opts.timeoutMs },
-        (err, res) => {
-          if (onAbort) opts.signal!.removeEventListener('abort', onAbort);
-          if (opts.signal?.aborted) reject(abortReason(opts.signal));
-          else if (err) reject(fromTransport(err, method));
-          else resolve(res as Res);
-        },
-      );
+      let call: grpc.ClientUnaryCall;
+      try {
+        call = this.client.makeUnaryRequest(
+          def.path,
+          def.requestSerialize,
+          def.responseDeserialize,
+          request,
+          requestMetadata(this.identity),
+          { deadline: Date.now() + opts.timeoutMs },
+          (err, res) => {
+            if (onAbort) opts.signal!.removeEventListener('abort', onAbort);
+            if (opts.signal?.aborted) reject(abortReason(opts.signal));
+            else if (err) reject(fromTransport(err, method));
+            else resolve(res as Res);
+          },
+        );
+      } catch (err) {
+        return reject(fromTransport(err, method)); // e.g. the channel is already closed
+      }
       if (opts.signal) {
         onAbort = () => call.cancel();
         opts.signal.addEventListener('abort', onAbort, { once: true });
@@ -125,14 +130,19 @@ export class Connection {
     return new Promise<Frame[]>((resolve, reject) => {
       if (opts.signal?.aborted) return reject(abortReason(opts.signal));
       const frames: Frame[] = [];
-      const call = this.client.makeServerStreamRequest(
-        def.path,
-        def.requestSerialize,
-        def.responseDeserialize,
-        request,
-        requestMetadata(this.identity),
-        { deadline: Date.now() + opts.timeoutMs },
-      );
+      let call: grpc.ClientReadableStream<Frame>;
+      try {
+        call = this.client.makeServerStreamRequest(
+          def.path,
+          def.requestSerialize,
+          def.responseDeserialize,
+          request,
+          requestMetadata(this.identity),
+          { deadline: Date.now() + opts.timeoutMs },
+        );
+      } catch (err) {
+        return reject(fromTransport(err, method));
+      }
       let settled = false;
       const finish = (err?: unknown) => {
         if (settled) return;

@@ -6,7 +6,6 @@
  */
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import { gunzipSync } from 'node:zlib';
 import * as zlib from 'node:zlib';
 import { Code } from '../common/codes.js';
 import { fromMillis, toMillis } from '../protocol/codec.js';
@@ -194,7 +193,7 @@ export class MessageView {
     let body = raw;
     if (!corrupted && sp.body_encoding === WireEncoding.GZIP) {
       try {
-        body = gunzipSync(raw);
+        body = zlib.gunzipSync(raw);
       } catch {
         corrupted = true;
       }

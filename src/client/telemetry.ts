@@ -74,7 +74,14 @@ export class TelemetrySession {
 
   private open(): void {
     if (this.closed) return;
-    const stream = this.connection.telemetry();
+    let stream: Stream;
+    try {
+      stream = this.connection.telemetry();
+    } catch (err) {
+      // The channel is gone (closing): fail a start in progress; never retry.
+      this.failFirst(fromTransport(err, 'Telemetry'));
+      return;
+    }
     this.stream = stream;
     let ended = false;
     const onEnd = (err?: unknown) => {
@@ -131,7 +138,10 @@ export class TelemetrySession {
     }
     if (c.verify_message_command) {
       this.write(stream, {
-        status: { code: Code.NOT_IMPLEMENTED, message: 'message verification is not supported by this client' },
+        status: {
+          code: Code.NOT_IMPLEMENTED,
+          message: 'message verification is not supported by this client',
+        },
         verify_message_result: { nonce: nonce(c.verify_message_command) },
       });
       return;
@@ -143,7 +153,9 @@ export class TelemetrySession {
       return;
     }
     if (c.recover_orphaned_transaction_command) {
-      this.o.logger.warn('ignoring an orphaned-transaction check: this client sends no transactional messages');
+      this.o.logger.warn(
+        'ignoring an orphaned-transaction check: this client sends no transactional messages',
+      );
       return;
     }
     if (c.status && !isOk(c.status.code)) {
@@ -172,9 +184,13 @@ export class TelemetrySession {
       this.failFirst(
         err
           ? fromTransport(err, 'Telemetry')
-          : new VelaClientError(Code.INTERNAL_ERROR, 'the broker ended the telemetry stream before its Settings reply', {
-              rpc: 'Telemetry',
-            }),
+          : new VelaClientError(
+              Code.INTERNAL_ERROR,
+              'the broker ended the telemetry stream before its Settings reply',
+              {
+                rpc: 'Telemetry',
+              },
+            ),
       );
       return;
     }

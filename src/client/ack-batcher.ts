@@ -1,0 +1,106 @@
+/**
+ * Coalesces acknowledgements: acks issued in one turn of the event loop for the same broker, group
+ * and topic go out as one AckMessage with many entries (at most `MAX_ENTRIES`). Each caller gets its
+ * own entry's outcome: resolved, or rejected with that entry's typed error.
+ */
+import type { Resource, Status } from '../protocol/wire-types.js';
+import type { Connection } from './connection.js';
+import { VelaClientError, fromStatus, isOk } from './errors.js';
+import type { Cancel, Timers } from './timers.js';
+import { Code } from '../common/codes.js';
+
+const MAX_ENTRIES = 64;
+
+interface Item {
+  messageId: string;
+  receiptHandle: string;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+interface Pending {
+  conn: Connection;
+  group: Resource;
+  topic: Resource;
+  items: Item[];
+}
+
+interface AckResponse {
+  status?: Status;
+  entries?: { status?: Status }[];
+}
+
+export type AckSender = (conn: Connection, request: object) => Promise<AckResponse>;
+
+export class AckBatcher {
+  private readonly pending = new Map<string, Pending>();
+  private readonly inflight = new Set<Promise<void>>();
+  private scheduled: Cancel | undefined;
+
+  constructor(
+    private readonly timers: Timers,
+    private readonly send: AckSender,
+  ) {}
+
+  ack(
+    conn: Connection,
+    group: Resource,
+    topic: Resource,
+    messageId: string,
+    receiptHandle: string,
+  ): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const key = `${conn.key}\u0000${group.name}\u0000${topic.name}`;
+      let p = this.pending.get(key);
+      if (!p) this.pending.set(key, (p = { conn, group, topic, items: [] }));
+      p.items.push({ messageId, receiptHandle, resolve, reject });
+      if (p.items.length >= MAX_ENTRIES) this.flushKey(key);
+      else this.scheduled ??= this.timers.immediate(() => this.flush());
+    });
+  }
+
+  /** Send everything pending now. */
+  flush(): void {
+    this.scheduled?.();
+    this.scheduled = undefined;
+    for (const key of [...this.pending.keys()]) this.flushKey(key);
+  }
+
+  /** Flush, then wait for every AckMessage in flight. */
+  async drain(): Promise<void> {
+    this.flush();
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  private flushKey(key: string): void {
+    const p = this.pending.get(key);
+    if (!p) return;
+    this.pending.delete(key);
+    const request = {
+      group: p.group,
+      topic: p.topic,
+      entries: p.items.map((i) => ({ message_id: i.messageId, receipt_handle: i.receiptHandle })),
+    };
+    const call = this.send(p.conn, request).then(
+      (res) => {
+        const entries = res.entries ?? [];
+        p.items.forEach((item, i) => {
+          const st = entries.length === p.items.length ? (entries[i]!.status ?? res.status) : res.status;
+          if (!st) {
+            item.reject(
+              new VelaClientError(Code.INTERNAL_ERROR, 'AckMessage: the response carries no status', {
+                rpc: 'AckMessage',
+              }),
+            );
+          } else if (isOk(st.code)) item.resolve();
+          else item.reject(fromStatus(st, 'AckMessage'));
+        });
+      },
+      (err: unknown) => {
+        for (const item of p.items) item.reject(err);
+      },
+    );
+    this.inflight.add(call);
+    void call.finally(() => this.inflight.delete(call));
+  }
+}

@@ -1,0 +1,297 @@
+/**
+ * Admin: a small client of the broker's HTTP admin API (the one `vela admin` uses): topics, consumer
+ * groups, consumption progress and connections, message lookup, dead letters. Failures reject with
+ * `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND). Offsets cannot be
+ * reset through it yet: the HTTP API has no such route.
+ */
+import { Code } from '../common/codes.js';
+import { VelaClientError, clientError } from './errors.js';
+import { positive } from './options.js';
+
+export interface AdminOptions {
+  /** Base URL of the admin HTTP API. @defaultValue 'http://127.0.0.1:8082' */
+  url?: string;
+  /** Deadline of each request. @defaultValue 10000 */
+  requestTimeoutMs?: number;
+}
+
+export type TopicMessageType = 'NORMAL' | 'FIFO' | 'DELAY' | 'TRANSACTION' | 'MIXED';
+
+export interface TopicInput {
+  /** Sets the `message.type` attribute. @defaultValue 'NORMAL' (for a new topic) */
+  messageType?: TopicMessageType;
+  /** @defaultValue 8 */
+  readQueueNums?: number;
+  /** @defaultValue 8 */
+  writeQueueNums?: number;
+  /** RocketMQ permission bits (6 = read + write). @defaultValue 6 */
+  perm?: number;
+  /** Further attributes, e.g. `{ 'message.type': 'FIFO' }`. */
+  attributes?: Record<string, string>;
+}
+
+export interface TopicInfo {
+  topic: string;
+  readQueueNums: number;
+  writeQueueNums: number;
+  perm: number;
+  messageType: string;
+  attributes: Record<string, string>;
+}
+
+/** mqadmin's `groupRetryPolicy`: a customized table or an exponential curve (milliseconds). */
+export type GroupRetryPolicy =
+  | { type: 'CUSTOMIZED'; customizedRetryPolicy: { next: number[] } }
+  | { type: 'EXPONENTIAL'; exponentialRetryPolicy: { initial: number; max: number; multiplier: number } };
+
+export interface GroupInput {
+  /** Redeliveries before the dead-letter queue. @defaultValue 16 */
+  retryMaxTimes?: number;
+  /** FIFO consumption. @defaultValue false */
+  consumeMessageOrderly?: boolean;
+  /** @defaultValue CUSTOMIZED 10 s, 30 s, 1 m … 2 h */
+  groupRetryPolicy?: GroupRetryPolicy;
+  /** Retry interval of FIFO groups. @defaultValue 1000 */
+  fifoRetryIntervalMs?: number;
+  /** @defaultValue true */
+  consumeBroadcastEnable?: boolean;
+  /** @defaultValue true */
+  consumeEnable?: boolean;
+}
+
+export interface GroupInfo {
+  group: string;
+  retryMaxTimes: number;
+  consumeMessageOrderly: boolean;
+  consumeBroadcastEnable: boolean;
+  consumeEnable: boolean;
+  groupRetryPolicy: GroupRetryPolicy;
+  fifoRetryIntervalMs: number;
+}
+
+export interface QueueStatus {
+  brokerName: string;
+  queueId: number;
+  minOffset: number;
+  maxOffset: number;
+  lastUpdateTimestamp: number;
+}
+
+export interface ConsumerProgress {
+  group: string;
+  queues: {
+    topic: string;
+    brokerName: string;
+    queueId: number;
+    brokerOffset: number;
+    consumerOffset: number;
+    inflight: number;
+    ready: number;
+    lag: number;
+    lastStoreTimestamp: number;
+  }[];
+  totalLag: number;
+  inflight: number;
+}
+
+export interface ConsumerConnection {
+  clientId: string;
+  clientType: string;
+  remoteAddress: string;
+  language: string;
+  version: string;
+  topics: string[];
+  connectedAt: number;
+  lastSeen: number;
+}
+
+export interface StoredMessageInfo {
+  messageId: string;
+  topic: string;
+  queueId: number;
+  queueOffset: number;
+  tag?: string;
+  keys: string[];
+  messageGroup?: string;
+  messageType: string;
+  properties: Record<string, string>;
+  bornTimestamp: number;
+  bornHost: string;
+  storeTimestamp: number;
+  reconsumeTimes: number;
+  bodySize: number;
+  /** Base64. */
+  body: string;
+}
+
+export interface DeadLetterPage {
+  group: string;
+  dlqTopic: string;
+  messages: (StoredMessageInfo & { originTopic: string; originMessageId: string })[];
+  nextOffset: number;
+  maxOffset: number;
+  deadLetteredSinceStart: number;
+}
+
+export class Admin {
+  private readonly url: string;
+  private readonly timeoutMs: number;
+
+  constructor(options: AdminOptions = {}) {
+    this.url = (options.url ?? 'http://127.0.0.1:8082').replace(/\/+$/, '');
+    this.timeoutMs = positive('requestTimeoutMs', options.requestTimeoutMs, 10_000);
+  }
+
+  // Topics
+
+  /** Create a topic, or update it (mqadmin `updateTopic`). */
+  createTopic(topic: string, input: TopicInput = {}): Promise<TopicInfo> {
+    const attributes = { ...(input.attributes ?? {}) };
+    if (input.messageType) attributes['message.type'] = input.messageType;
+    return this.request('POST', '/api/topics', {
+      topic,
+      ...(input.readQueueNums !== undefined ? { readQueueNums: input.readQueueNums } : {}),
+      ...(input.writeQueueNums !== undefined ? { writeQueueNums: input.writeQueueNums } : {}),
+      ...(input.perm !== undefined ? { perm: input.perm } : {}),
+      ...(Object.keys(attributes).length > 0 ? { attributes } : {}),
+    });
+  }
+
+  /** Same as `createTopic` (the broker's call is an upsert). */
+  updateTopic(topic: string, input: TopicInput): Promise<TopicInfo> {
+    return this.createTopic(topic, input);
+  }
+
+  getTopic(topic: string): Promise<TopicInfo> {
+    return this.request('GET', `/api/topics/${enc(topic)}`);
+  }
+
+  listTopics(): Promise<TopicInfo[]> {
+    return this.request('GET', '/api/topics');
+  }
+
+  async deleteTopic(topic: string): Promise<void> {
+    await this.request('DELETE', `/api/topics/${enc(topic)}`);
+  }
+
+  /** Per queue: min and max offsets, last store time (mqadmin `topicStatus`). */
+  topicStatus(topic: string): Promise<QueueStatus[]> {
+    return this.request('GET', `/api/topics/${enc(topic)}/status`);
+  }
+
+  // Consumer groups
+
+  /** Create a consumer group, or update it (mqadmin `updateSubGroup`). */
+  createGroup(group: string, input: GroupInput = {}): Promise<GroupInfo> {
+    return this.request('POST', '/api/groups', { group, ...input });
+  }
+
+  /** Same as `createGroup` (the broker's call is an upsert). */
+  updateGroup(group: string, input: GroupInput): Promise<GroupInfo> {
+    return this.createGroup(group, input);
+  }
+
+  getGroup(group: string): Promise<GroupInfo> {
+    return this.request('GET', `/api/groups/${enc(group)}`);
+  }
+
+  listGroups(): Promise<GroupInfo[]> {
+    return this.request('GET', '/api/groups');
+  }
+
+  async deleteGroup(group: string): Promise<void> {
+    await this.request('DELETE', `/api/groups/${enc(group)}`);
+  }
+
+  /** Per queue of each topic the group consumes: offsets, in flight, lag (mqadmin `consumerProgress`). */
+  consumerProgress(group: string, topic?: string): Promise<ConsumerProgress> {
+    return this.request('GET', `/api/groups/${enc(group)}/progress${topic ? `?topic=${enc(topic)}` : ''}`);
+  }
+
+  /** The group's connected clients (mqadmin `consumerConnection`). */
+  consumerConnection(group: string): Promise<ConsumerConnection[]> {
+    return this.request('GET', `/api/groups/${enc(group)}/connections`);
+  }
+
+  // Messages
+
+  /** Messages with this id (newest first), optionally in one topic (mqadmin `queryMsgById`). */
+  queryMessageById(messageId: string, topic?: string): Promise<StoredMessageInfo[]> {
+    return this.request('GET', `/api/messages/${enc(messageId)}${topic ? `?topic=${enc(topic)}` : ''}`);
+  }
+
+  /** Messages with this key (newest first) (mqadmin `queryMsgByKey`). */
+  queryMessageByKey(
+    key: string,
+    options: { topic?: string; limit?: number } = {},
+  ): Promise<StoredMessageInfo[]> {
+    const q = new URLSearchParams({ key });
+    if (options.topic) q.set('topic', options.topic);
+    if (options.limit !== undefined) q.set('limit', String(options.limit));
+    return this.request('GET', `/api/messages?${q}`);
+  }
+
+  /** A page of the group's dead-letter queue (`%DLQ%<group>`), oldest first. */
+  deadLetters(group: string, options: { offset?: number; limit?: number } = {}): Promise<DeadLetterPage> {
+    const q = new URLSearchParams();
+    if (options.offset !== undefined) q.set('offset', String(options.offset));
+    if (options.limit !== undefined) q.set('limit', String(options.limit));
+    const qs = q.size > 0 ? `?${q}` : '';
+    return this.request('GET', `/api/groups/${enc(group)}/dlq${qs}`);
+  }
+
+  /** Send dead letters back to the group: one (by message id) or all. Resolves with how many. */
+  async resendDeadLetters(group: string, messageId?: string): Promise<number> {
+    const r = await this.request<{ resent: number }>(
+      'POST',
+      `/api/groups/${enc(group)}/dlq/resend`,
+      messageId ? { messageId } : {},
+    );
+    return r.resent;
+  }
+
+  /** Broker name, counts and storage figures. */
+  brokerInfo(): Promise<Record<string, unknown>> {
+    return this.request('GET', '/api/broker');
+  }
+
+  private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(`${this.url}${path}`, {
+        method,
+        headers: body !== undefined ? { 'content-type': 'application/json' } : {},
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      const timedOut = (err as Error)?.name === 'TimeoutError';
+      throw new VelaClientError(
+        timedOut ? Code.REQUEST_TIMEOUT : Code.INTERNAL_ERROR,
+        `admin ${method} ${path} failed: ${(err as Error)?.message ?? String(err)}`,
+        { retriable: true, cause: err },
+      );
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (!res.ok) {
+      const e = (json ?? {}) as { code?: number; message?: string };
+      const code =
+        typeof e.code === 'number'
+          ? e.code
+          : res.status >= 500
+            ? Code.INTERNAL_SERVER_ERROR
+            : Code.BAD_REQUEST;
+      throw new VelaClientError(code, `admin ${method} ${path}: ${e.message ?? `HTTP ${res.status}`}`);
+    }
+    if (json === undefined) throw clientError(Code.INTERNAL_ERROR, `admin ${method} ${path}: not JSON`);
+    return json as T;
+  }
+}
+
+const enc = encodeURIComponent;

@@ -1,0 +1,137 @@
+/**
+ * Hands received messages to the listener with bounded concurrency, and in order where order matters.
+ *
+ * Every message has an ordering key: `null` for a standard group (any message may run at any time),
+ * or, for a FIFO group, its message group (or its queue when it has none). Messages with the same key
+ * run one at a time, in the order received, the next only after the previous one is settled (acked
+ * or nacked); different keys run in parallel. At most `concurrency` listeners run at once, whatever
+ * the keys. Keys take turns (a key that just finished goes to the back), so one busy message group
+ * cannot starve the others.
+ */
+import type { MessageView } from './message.js';
+
+export interface DispatcherHooks {
+  /** Run the listener; resolves with whether it succeeded (never rejects). */
+  consume(m: MessageView): Promise<boolean>;
+  /** Ack or nack; resolves when settled (never rejects). */
+  settle(m: MessageView, ok: boolean): Promise<void>;
+}
+
+interface Unit {
+  key: string | null;
+  message: MessageView;
+}
+
+export class ConsumeDispatcher {
+  /** Runnable units, oldest first: for a FIFO key, only its head is ever here. */
+  private readonly ready: Unit[] = [];
+  /** FIFO keys with a unit ready, running or settling → the messages behind it. */
+  private readonly waiting = new Map<string, MessageView[]>();
+  private readonly tasks = new Set<Promise<void>>();
+  private readonly roomWaiters = new Set<() => void>();
+  private running = 0;
+  private unsettled = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly concurrency: () => number,
+    private readonly hooks: DispatcherHooks,
+  ) {}
+
+  /** Messages received and not yet settled (queued, running, or being acked/nacked). */
+  get size(): number {
+    return this.unsettled;
+  }
+
+  /** Listeners running now. */
+  get active(): number {
+    return this.running;
+  }
+
+  push(messages: readonly MessageView[], keyOf: (m: MessageView) => string | null): void {
+    for (const message of messages) {
+      this.unsettled++;
+      const key = keyOf(message);
+      if (key === null) {
+        this.ready.push({ key, message });
+      } else if (this.waiting.has(key)) {
+        this.waiting.get(key)!.push(message);
+      } else {
+        this.waiting.set(key, []);
+        this.ready.push({ key, message });
+      }
+    }
+    this.pump();
+  }
+
+  /** Resolve once fewer than `limit` messages are unsettled, or the dispatcher stops. */
+  waitForRoom(limit: number): Promise<void> {
+    if (this.unsettled < limit || this.stopped) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (this.unsettled < limit || this.stopped) {
+          this.roomWaiters.delete(check);
+          resolve();
+        }
+      };
+      this.roomWaiters.add(check);
+    });
+  }
+
+  /**
+   * Stop starting listeners: messages not yet handed to the listener are dropped and returned (the
+   * broker gets them back when the consumer terminates). Resolves when everything started is settled.
+   */
+  async stop(): Promise<MessageView[]> {
+    this.stopped = true;
+    const dropped = this.ready.map((u) => u.message);
+    for (const rest of this.waiting.values()) dropped.push(...rest);
+    this.ready.length = 0;
+    this.waiting.clear();
+    this.unsettled -= dropped.length;
+    this.wakeRoom();
+    while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
+    return dropped;
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.running < this.concurrency() && this.ready.length > 0) {
+      const unit = this.ready.shift()!;
+      this.running++;
+      const task = this.run(unit);
+      this.tasks.add(task);
+      void task.finally(() => this.tasks.delete(task));
+    }
+  }
+
+  private async run(unit: Unit): Promise<void> {
+    let ok = false;
+    try {
+      ok = await this.hooks.consume(unit.message);
+    } finally {
+      this.running--;
+      this.pump();
+    }
+    try {
+      await this.hooks.settle(unit.message, ok);
+    } finally {
+      this.unsettled--;
+      if (unit.key !== null) this.next(unit.key);
+      this.wakeRoom();
+      this.pump();
+    }
+  }
+
+  /** The key's unit is settled: its next message becomes runnable (at the back of the line). */
+  private next(key: string): void {
+    const rest = this.waiting.get(key);
+    if (!rest) return;
+    const head = rest.shift();
+    if (head) this.ready.push({ key, message: head });
+    else this.waiting.delete(key);
+  }
+
+  private wakeRoom(): void {
+    for (const w of [...this.roomWaiters]) w();
+  }
+}

@@ -1,0 +1,365 @@
+/**
+ * The Producer: `send()` for normal, FIFO (`messageGroup`) and delay (`deliveryTimestamp`) messages,
+ * with automatic batching (send-batcher.ts) and the send retry of the RocketMQ seed:
+ *
+ * - a failed or timed-out request, a broker restarting or offline (transport errors), a slow broker,
+ *   or a retriable error code is retried up to `maxAttempts` (the first attempt included), then the
+ *   last error is thrown; every retry of a message keeps its message id;
+ * - retries are immediate, on the next broker endpoint of the route when there are several, except
+ *   for flow control (TOO_MANY_REQUESTS), which backs off exponentially (1 s, ×1.6, ±20 %, ≤ 120 s);
+ * - after a transport failure the retry first waits for the connection, for at least
+ *   `minConnectTimeoutMs` (MIN_CONNECT_TIMEOUT, 20 s);
+ * - non-retriable codes (the 400xx class: bad request, not found, forbidden, too large …) are thrown
+ *   at once.
+ */
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { Code } from '../common/codes.js';
+import {
+  WireClientType,
+  WirePermission,
+  type MessageQueue,
+  type Settings,
+  type Status,
+} from '../protocol/wire-types.js';
+import { backoffDelay, connectTimeout, type BackoffPolicy } from './backoff.js';
+import { ClientBase } from './client-base.js';
+import { endpointsKey } from './endpoints.js';
+import { VelaClientError, abortReason, clientError, closedError, fromStatus, isOk } from './errors.js';
+import { newMessageId } from './message-id.js';
+import { prepareMessage, type Message, type SendReceipt } from './message.js';
+import {
+  integer,
+  nonNegative,
+  positive,
+  resolveClientOptions,
+  type ClientConfig,
+  type ClientOptions,
+} from './options.js';
+import { SendBatcher, type BatchingConfig, type SendEntry } from './send-batcher.js';
+
+export interface ProducerOptions extends ClientOptions {
+  /** Topics whose routes are fetched by `start()`, so unknown topics fail there. @defaultValue [] */
+  topics?: string[];
+  /** Attempts per message, the first included. @defaultValue 3 */
+  maxAttempts?: number;
+  /** Flow control (TOO_MANY_REQUESTS): wait before the first retry (INITIAL_BACKOFF). @defaultValue 1000 */
+  initialBackoffMs?: number;
+  /** Flow control: growth of the wait per retry (MULTIPLIER). @defaultValue 1.6 */
+  backoffMultiplier?: number;
+  /** Flow control: random spread of each wait, as a fraction (JITTER). @defaultValue 0.2 */
+  backoffJitter?: number;
+  /** Flow control: longest wait (MAX_BACKOFF). @defaultValue 120000 */
+  maxBackoffMs?: number;
+  /**
+   * After a transport failure, how long a retry may wait for the connection to come back, at least
+   * (MIN_CONNECT_TIMEOUT; the wait is `max(this, backoff)`). @defaultValue 20000
+   */
+  minConnectTimeoutMs?: number;
+  /** Coalesce concurrent sends to one topic into one request (FIFO messages never are). @defaultValue true */
+  batching?: boolean;
+  /**
+   * While a request of the same topic is in flight, how long a batch waits for company after its
+   * first message (with nothing in flight it goes out at the end of the current event-loop turn, so a
+   * lone send is not delayed); 0 = never wait. @defaultValue 1
+   */
+  batchLingerMs?: number;
+  /** Most messages per batch (1–1024). @defaultValue 256 */
+  maxBatchMessages?: number;
+  /** Most bytes per batch (bodies and properties, roughly). @defaultValue 4194304 (4 MiB) */
+  maxBatchBytes?: number;
+  /** The wait used for backoffs; injectable so tests can use a fake clock. @defaultValue a tracked timer */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Random numbers in [0, 1) for the jitter. @defaultValue Math.random */
+  random?: () => number;
+}
+
+export interface SendOptions {
+  /**
+   * Rejects the send with the signal's reason when aborted. A message already on the wire may still
+   * be stored by the broker; an aborted send is never retried.
+   */
+  signal?: AbortSignal;
+}
+
+interface ProducerConfig {
+  readonly base: ClientConfig;
+  readonly topics: readonly string[];
+  readonly maxAttempts: number;
+  readonly backoff: Readonly<BackoffPolicy>;
+  readonly minConnectTimeoutMs: number;
+  readonly batching: Readonly<BatchingConfig> | undefined;
+  readonly sleep: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
+  readonly random: () => number;
+}
+
+function resolveProducerOptions(o: ProducerOptions): ProducerConfig {
+  const base = resolveClientOptions(o);
+  const jitter = nonNegative('backoffJitter', o.backoffJitter, 0.2);
+  if (jitter >= 1) throw clientError(Code.BAD_REQUEST, 'options.backoffJitter must be below 1');
+  const multiplier = positive('backoffMultiplier', o.backoffMultiplier, 1.6);
+  return Object.freeze({
+    base,
+    topics: Object.freeze([...(o.topics ?? [])]),
+    maxAttempts: integer('maxAttempts', o.maxAttempts, 3, 1, 1000),
+    backoff: Object.freeze({
+      initialMs: nonNegative('initialBackoffMs', o.initialBackoffMs, 1000),
+      multiplier,
+      jitter,
+      maxMs: nonNegative('maxBackoffMs', o.maxBackoffMs, 120_000),
+    }),
+    minConnectTimeoutMs: nonNegative('minConnectTimeoutMs', o.minConnectTimeoutMs, 20_000),
+    batching:
+      o.batching === false
+        ? undefined
+        : Object.freeze({
+            lingerMs: nonNegative('batchLingerMs', o.batchLingerMs, 1),
+            maxMessages: integer('maxBatchMessages', o.maxBatchMessages, 256, 1, 1024),
+            maxBytes: positive('maxBatchBytes', o.maxBatchBytes, 4 * 1024 * 1024),
+          }),
+    sleep: o.sleep,
+    random: o.random ?? Math.random,
+  });
+}
+
+interface SendResponse {
+  status?: Status;
+  entries?: { status?: Status; message_id?: string; offset?: number }[];
+}
+
+/** Until the broker's Settings say otherwise. */
+const DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024;
+
+export class Producer extends ClientBase {
+  protected readonly clientType = WireClientType.PRODUCER;
+  private readonly options: ProducerConfig;
+  private readonly batcher: SendBatcher | undefined;
+  private readonly topics: Set<string>;
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly inflightByTopic = new Map<string, number>();
+  private readonly closeSignal = new AbortController();
+  private readonly roundRobin = new Map<string, number>();
+  private maxBodySize = DEFAULT_MAX_BODY_SIZE;
+
+  constructor(options: ProducerOptions) {
+    const config = resolveProducerOptions(options);
+    super(config.base, 'producer');
+    this.options = config;
+    this.topics = new Set(config.topics);
+    this.batcher = config.batching
+      ? new SendBatcher(
+          config.batching,
+          this.timers,
+          (topic, entries) => this.dispatch(topic, entries),
+          (topic) => (this.inflightByTopic.get(topic) ?? 0) > 0,
+        )
+      : undefined;
+  }
+
+  /**
+   * Send one message; resolves once the broker has stored it durably. Starts the producer if needed.
+   * Rejects with a `VelaClientError` (the last one, after retries), or the signal's reason.
+   */
+  async send(message: Message, options: SendOptions = {}): Promise<SendReceipt> {
+    const { signal } = options;
+    if (signal?.aborted) throw abortReason(signal);
+    this.assertOpen();
+    const prepared = prepareMessage(message, this.clientConfig.namespace, newMessageId());
+    await this.start();
+    this.assertOpen();
+    if (prepared.wire.body!.length > this.maxBodySize) {
+      throw clientError(
+        Code.MESSAGE_BODY_TOO_LARGE,
+        `the body is ${prepared.wire.body!.length} bytes; the broker accepts at most ${this.maxBodySize}`,
+      );
+    }
+    if (!this.topics.has(prepared.topic)) {
+      this.topics.add(prepared.topic);
+      this.resendSettings();
+    }
+    return new Promise<SendReceipt>((resolve, reject) => {
+      const onAbort = () => {
+        entry.reject(abortReason(signal!));
+        entry.onAbort?.();
+      };
+      const entry: SendEntry = {
+        message: prepared,
+        settled: false,
+        resolve: (r) => {
+          if (entry.settled) return;
+          entry.settled = true;
+          signal?.removeEventListener('abort', onAbort);
+          resolve(r);
+        },
+        reject: (err) => {
+          if (entry.settled) return;
+          entry.settled = true;
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      // FIFO messages bypass batching: a batch retried after a partial failure could reorder them.
+      if (this.batcher && !prepared.fifo) this.batcher.add(entry);
+      else this.dispatch(prepared.topic, [entry]);
+    });
+  }
+
+  protected startupTopics(): readonly string[] {
+    return this.options.topics;
+  }
+
+  protected settingsBody(): Settings {
+    return {
+      publishing: {
+        topics: [...this.topics].map((t) => this.resource(t)),
+        validate_message_type: true,
+      },
+    };
+  }
+
+  protected applySettings(s: Settings): void {
+    const max = s.publishing?.max_body_size;
+    if (max && max > 0) this.maxBodySize = max;
+  }
+
+  /** Send what is batched now, wait for requests in flight; waits for backoff or reconnection end at once. */
+  protected override async onClose(): Promise<void> {
+    this.batcher?.flushAll();
+    this.closeSignal.abort(closedError('producer'));
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  private dispatch(topic: string, entries: SendEntry[]): void {
+    const p = this.sendWithRetry(topic, entries).catch((err: unknown) => {
+      // Not expected (sendWithRetry settles every entry); never leave a caller hanging.
+      this.logger.error({ err, topic }, 'send failed unexpectedly');
+      for (const e of entries) e.reject(err);
+    });
+    this.inflight.add(p);
+    this.inflightByTopic.set(topic, (this.inflightByTopic.get(topic) ?? 0) + 1);
+    void p.finally(() => {
+      this.inflight.delete(p);
+      const n = (this.inflightByTopic.get(topic) ?? 1) - 1;
+      if (n > 0) this.inflightByTopic.set(topic, n);
+      else this.inflightByTopic.delete(topic);
+    });
+  }
+
+  /** Send `batch` (one topic) until every entry is settled: stored, refused, or out of attempts. */
+  private async sendWithRetry(topic: string, batch: SendEntry[]): Promise<void> {
+    const o = this.options;
+    let entries = batch;
+    let lastErrors = new Map<SendEntry, VelaClientError>();
+    let reconnect = false;
+    for (let attempt = 1; ; attempt++) {
+      entries = entries.filter((e) => !e.settled);
+      if (entries.length === 0) return;
+      const failed = new Map<SendEntry, VelaClientError>();
+      // When every caller of this request has given up, the request itself is cancelled.
+      const call = new AbortController();
+      for (const e of entries) e.onAbort = () => entries.every((x) => x.settled) && call.abort();
+      try {
+        const queue = await this.pickQueue(topic, attempt);
+        const conn = this.connectionFor(queue.broker.endpoints);
+        await this.ensureSession(conn);
+        if (reconnect) {
+          await conn.waitForReady(
+            connectTimeout(o.backoff, o.minConnectTimeoutMs, attempt - 1),
+            this.closeSignal.signal,
+          );
+        }
+        const res = await conn.unary<SendResponse>(
+          'SendMessage',
+          {
+            messages: entries.map((e) => ({
+              ...e.message.wire,
+              system_properties: { ...e.message.wire.system_properties, queue_id: queue.id },
+            })),
+          },
+          { timeoutMs: this.clientConfig.requestTimeoutMs, signal: call.signal },
+        );
+        const results = res.entries ?? [];
+        if (results.length !== entries.length) {
+          const err =
+            res.status && !isOk(res.status.code)
+              ? fromStatus(res.status, 'SendMessage')
+              : new VelaClientError(
+                  Code.INTERNAL_ERROR,
+                  `SendMessage answered ${results.length} entries for ${entries.length} messages`,
+                  { rpc: 'SendMessage' },
+                );
+          for (const e of entries) failed.set(e, err);
+        } else {
+          entries.forEach((e, i) => {
+            const r = results[i]!;
+            const st = r.status ?? res.status;
+            if (st && isOk(st.code))
+              e.resolve({ messageId: r.message_id || e.message.messageId, offset: r.offset ?? 0 });
+            else failed.set(e, fromStatus(st, 'SendMessage'));
+          });
+        }
+      } catch (err) {
+        if (this.closeSignal.signal.aborted && err === this.closeSignal.signal.reason) {
+          // Closing cut a reconnection wait short: each message fails with what failed it before.
+          for (const e of entries) e.reject(lastErrors.get(e) ?? err);
+          return;
+        }
+        if (call.signal.aborted) return; // every caller aborted: each has its answer
+        if (!(err instanceof VelaClientError)) {
+          for (const e of entries) e.reject(err);
+          return;
+        }
+        for (const e of entries) failed.set(e, err);
+      }
+      const retry = new Map<SendEntry, VelaClientError>();
+      for (const [e, err] of failed) {
+        if (e.settled) continue;
+        if (!err.retriable || attempt >= o.maxAttempts) e.reject(err);
+        else retry.set(e, err);
+      }
+      if (retry.size === 0) return;
+      const errors = [...retry.values()];
+      const flowControl = errors.some((e) => e.flowControl);
+      const delay = flowControl ? backoffDelay(o.backoff, attempt, o.random) : 0;
+      this.logger.debug(
+        { topic, attempt, messages: retry.size, code: errors[0]!.codeName, delayMs: delay },
+        'send failed; retrying',
+      );
+      if (flowControl) {
+        try {
+          await (o.sleep ?? ((ms, signal) => this.timers.sleep(ms, signal)))(delay, this.closeSignal.signal);
+        } catch {
+          for (const [e, err] of retry) e.reject(err);
+          return;
+        }
+      }
+      reconnect = errors.some((e) => e.transport && e.grpcCode === GrpcStatus.UNAVAILABLE);
+      lastErrors = retry;
+      entries = [...retry.keys()];
+    }
+  }
+
+  /**
+   * The queue for attempt `attempt`: brokers with a writable queue, taken in turn so that a retry goes
+   * to another broker when the route has several; a queue of that broker in turn (the broker chooses
+   * the real queue anyway, for FIFO by message group).
+   */
+  private async pickQueue(topic: string, attempt: number): Promise<MessageQueue> {
+    const queues = (await this.route(topic)).filter(
+      (q) =>
+        (q.permission === WirePermission.WRITE || q.permission === WirePermission.READ_WRITE) &&
+        q.broker?.endpoints?.addresses?.length,
+    );
+    if (queues.length === 0) {
+      throw new VelaClientError(Code.FORBIDDEN, `no writable queue in the route of ${topic}`, {
+        rpc: 'QueryRoute',
+      });
+    }
+    const brokers = [...new Set(queues.map((q) => endpointsKey(q.broker.endpoints)))];
+    const n = this.roundRobin.get(topic) ?? Math.floor(Math.random() * 1024);
+    if (attempt === 1) this.roundRobin.set(topic, n + 1);
+    const broker = brokers[(n + attempt - 1) % brokers.length]!;
+    const own = queues.filter((q) => endpointsKey(q.broker.endpoints) === broker);
+    return own[n % own.length]!;
+  }
+}

@@ -1,0 +1,323 @@
+/**
+ * The PushConsumer: receives on its own and calls `listener` for each message.
+ *
+ * Per assignment (QueryAssignment, every `assignmentIntervalMs`) `receiveConcurrency` long-polling loops receive with
+ * `auto_renew` (the broker keeps the messages invisible while this client lives) as long as fewer
+ * than `maxCachedMessages` are waiting or running. Listeners run with bounded concurrency; for a FIFO
+ * group (the broker's Settings reply says `fifo`) the messages of one message group run one at a
+ * time, in order (consume-dispatcher.ts). SUCCESS acks (batched); FAILURE, a thrown error, a listener
+ * past `consumeTimeoutMs` or a corrupted body nacks: ChangeInvisibleDuration with the group's retry
+ * interval for that attempt (the broker floors it to the group's policy, and dead-letters the message
+ * once its attempts are spent).
+ *
+ * `close()` stops receiving, lets running listeners finish (each bounded by its consume timeout),
+ * settles them, and only then terminates: messages received but never handed to the listener go back
+ * to the broker with NotifyClientTermination.
+ */
+import { randomUUID } from 'node:crypto';
+import { Code } from '../common/codes.js';
+import { WireClientType, type MessageQueue, type Status } from '../protocol/wire-types.js';
+import { nackDelayMs, receiveRetryDelay } from './backoff.js';
+import { ConsumeDispatcher } from './consume-dispatcher.js';
+import {
+  ConsumerBase,
+  resolveConsumerOptions,
+  type ConsumerConfig,
+  type ConsumerOptions,
+} from './consumer-base.js';
+import { VelaClientError, clientError, isVelaClientError } from './errors.js';
+import type { MessageView } from './message.js';
+import { integer, positive, resolveClientOptions } from './options.js';
+
+/** What a listener answers. */
+export const ConsumeResult = {
+  /** Processed: the message is acknowledged. */
+  SUCCESS: 'SUCCESS',
+  /** Not processed: the message is redelivered after the group's retry interval. */
+  FAILURE: 'FAILURE',
+} as const;
+export type ConsumeResult = (typeof ConsumeResult)[keyof typeof ConsumeResult];
+
+export interface ConsumeContext {
+  /** Aborted when the listener runs past `consumeTimeoutMs` (its result is then ignored). */
+  signal: AbortSignal;
+}
+
+/** Processes one message. A thrown error (or rejected promise) counts as FAILURE. */
+export type MessageListener = (
+  message: MessageView,
+  context: ConsumeContext,
+) => ConsumeResult | Promise<ConsumeResult>;
+
+export interface PushConsumerOptions extends ConsumerOptions {
+  /** Called for every message. Required. */
+  listener: MessageListener;
+  /** Most listeners running at once (1–1024). @defaultValue 16 */
+  concurrency?: number;
+  /**
+   * A listener still running after this long is treated as FAILURE (the message is nacked and its
+   * signal aborted); `close()` waits for running listeners at most this long. @defaultValue 60000
+   */
+  consumeTimeoutMs?: number;
+  /** Most messages per ReceiveMessage (1–32; the broker may lower it). @defaultValue 32 */
+  receiveBatchSize?: number;
+  /** How long a receive waits on the broker for messages to arrive (the broker caps it at 20 s). @defaultValue 20000 */
+  longPollingTimeoutMs?: number;
+  /** Messages received but not yet settled, at most; receiving pauses above it. @defaultValue 1024 */
+  maxCachedMessages?: number;
+  /**
+   * ReceiveMessage calls in flight per assignment (each long-polls; several hide the broker's
+   * per-receive latency when messages are plentiful). @defaultValue 4
+   */
+  receiveConcurrency?: number;
+  /** Interval of QueryAssignment. @defaultValue 5000 */
+  assignmentIntervalMs?: number;
+  /** Attempts to ack or nack a message before giving up (the broker then redelivers it). @defaultValue 5 */
+  settleMaxAttempts?: number;
+}
+
+interface PushConfig extends ConsumerConfig {
+  readonly listener: MessageListener;
+  readonly concurrency: number;
+  readonly consumeTimeoutMs: number;
+  readonly receiveBatchSize: number;
+  readonly longPollingTimeoutMs: number;
+  readonly maxCachedMessages: number;
+  readonly receiveConcurrency: number;
+  readonly assignmentIntervalMs: number;
+  readonly settleMaxAttempts: number;
+}
+
+function resolvePushOptions(o: PushConsumerOptions): PushConfig {
+  if (typeof o?.listener !== 'function') throw clientError(Code.BAD_REQUEST, 'options.listener is required');
+  return Object.freeze({
+    ...resolveConsumerOptions(o, resolveClientOptions(o)),
+    listener: o.listener,
+    concurrency: integer('concurrency', o.concurrency, 16, 1, 1024),
+    consumeTimeoutMs: positive('consumeTimeoutMs', o.consumeTimeoutMs, 60_000),
+    receiveBatchSize: integer('receiveBatchSize', o.receiveBatchSize, 32, 1, 32),
+    longPollingTimeoutMs: positive('longPollingTimeoutMs', o.longPollingTimeoutMs, 20_000),
+    maxCachedMessages: integer('maxCachedMessages', o.maxCachedMessages, 1024, 1, 1_000_000),
+    receiveConcurrency: integer('receiveConcurrency', o.receiveConcurrency, 4, 1, 64),
+    assignmentIntervalMs: positive('assignmentIntervalMs', o.assignmentIntervalMs, 5000),
+    settleMaxAttempts: integer('settleMaxAttempts', o.settleMaxAttempts, 5, 1, 1000),
+  });
+}
+
+interface Loop {
+  ac: AbortController;
+  done: Promise<void>;
+}
+
+export class PushConsumer extends ConsumerBase {
+  protected readonly clientType = WireClientType.PUSH_CONSUMER;
+  private readonly options: PushConfig;
+  private readonly dispatcher: ConsumeDispatcher;
+  private readonly loops = new Map<string, Loop>();
+
+  constructor(options: PushConsumerOptions) {
+    const config = resolvePushOptions(options);
+    super(config, 'push-consumer');
+    this.options = config;
+    this.dispatcher = new ConsumeDispatcher(() => this.options.concurrency, {
+      consume: (m) => this.consume(m),
+      settle: (m, ok) => this.settle(m, ok),
+    });
+  }
+
+  /** Whether the broker runs this group in FIFO order (known after `start()`). */
+  get fifo(): boolean {
+    return this.brokerFifo;
+  }
+
+  /** Messages received and not yet settled. */
+  get cachedMessages(): number {
+    return this.dispatcher.size;
+  }
+
+  protected announcedPollMs(): number {
+    return this.options.longPollingTimeoutMs;
+  }
+
+  protected override async onStart(): Promise<void> {
+    await this.scanAssignments(true);
+    this.timers.interval(() => void this.scanAssignments(false), this.options.assignmentIntervalMs, {
+      unref: true,
+    });
+  }
+
+  protected override async onClose(): Promise<void> {
+    const loops = [...this.loops.values()];
+    this.loops.clear();
+    for (const l of loops) l.ac.abort();
+    await Promise.all(loops.map((l) => l.done));
+    const dropped = await this.dispatcher.stop();
+    if (dropped.length > 0) {
+      this.logger.info(
+        { messages: dropped.length },
+        'messages received but not yet consumed go back to the broker on termination',
+      );
+    }
+    await this.acks.drain();
+  }
+
+  /** Start a receive loop per new assignment, stop loops whose assignment is gone. */
+  private async scanAssignments(initial: boolean): Promise<void> {
+    if (this.isClosing) return;
+    const wanted = new Map<string, MessageQueue>();
+    const failedTopics = new Set<string>();
+    for (const topic of this.subscriptions.keys()) {
+      try {
+        const route = await this.route(topic);
+        const conn = this.connectionFor(route[0]!.broker.endpoints);
+        const res = await this.call<{ status?: Status; assignments?: { message_queue?: MessageQueue }[] }>(
+          conn,
+          'QueryAssignment',
+          {
+            topic: this.resource(topic),
+            group: this.groupResource(),
+            endpoints: this.clientConfig.accessPoint,
+          },
+        );
+        for (const a of res.assignments ?? []) {
+          const q = a.message_queue;
+          if (q?.broker?.endpoints) wanted.set(`${topic}@${q.broker.name}@${q.id}`, q);
+        }
+      } catch (err) {
+        if (initial) throw err;
+        failedTopics.add(topic);
+        this.logger.warn({ err, topic }, 'QueryAssignment failed; keeping the current assignments');
+      }
+    }
+    if (this.isClosing) return;
+    for (const [key, queue] of wanted) {
+      if (!this.loops.has(key)) {
+        const ac = new AbortController();
+        const loops = Array.from({ length: this.options.receiveConcurrency }, () =>
+          this.receiveLoop(queue, ac.signal),
+        );
+        const loop: Loop = { ac, done: Promise.all(loops).then(() => undefined) };
+        this.loops.set(key, loop);
+      }
+    }
+    for (const [key, loop] of this.loops) {
+      const topic = key.slice(0, key.indexOf('@'));
+      if (!wanted.has(key) && !failedTopics.has(topic)) {
+        loop.ac.abort();
+        this.loops.delete(key);
+      }
+    }
+  }
+
+  private async receiveLoop(queue: MessageQueue, signal: AbortSignal): Promise<void> {
+    const conn = this.connectionFor(queue.broker.endpoints);
+    let attemptId = randomUUID();
+    let failures = 0;
+    const max = this.options.maxCachedMessages;
+    while (!signal.aborted) {
+      await this.dispatcher.waitForRoom(max);
+      if (signal.aborted) break;
+      const batchSize = Math.max(
+        1,
+        Math.min(this.options.receiveBatchSize, this.brokerBatchSize, max - this.dispatcher.size),
+      );
+      try {
+        const messages = await this.receiveFrom(conn, queue, {
+          batchSize,
+          autoRenew: true,
+          pollMs: this.options.longPollingTimeoutMs,
+          attemptId,
+          signal,
+        });
+        attemptId = randomUUID();
+        failures = 0;
+        if (messages.length > 0) this.dispatcher.push(messages, (m) => this.orderingKey(m));
+      } catch (err) {
+        if (signal.aborted) break;
+        failures++;
+        const flow = isVelaClientError(err) && err.flowControl;
+        const delay = receiveRetryDelay(flow, failures);
+        this.logger.debug({ err, topic: queue.topic.name, delayMs: delay }, 'receive failed; retrying');
+        try {
+          await this.timers.sleep(delay, signal);
+        } catch {
+          break;
+        }
+      }
+    }
+  }
+
+  /** FIFO groups: one chain per (topic, message group), or per queue for messages without a group. */
+  private orderingKey(m: MessageView): string | null {
+    if (!this.brokerFifo) return null;
+    return `${m.topic}\u0000${m.messageGroup ?? `#${m.queueId}`}`;
+  }
+
+  /** Run the listener once; true for SUCCESS. Never rejects. */
+  private async consume(m: MessageView): Promise<boolean> {
+    if (m.corrupted) {
+      this.logger.warn({ messageId: m.messageId, topic: m.topic }, 'corrupted message body; nacking it');
+      return false;
+    }
+    const ac = new AbortController();
+    let cancel = (): void => {};
+    const timeout = new Promise<'timeout'>((resolve) => {
+      cancel = this.timers.timeout(() => resolve('timeout'), this.options.consumeTimeoutMs);
+    });
+    const work = Promise.resolve().then(() => this.options.listener(m, { signal: ac.signal }));
+    work.catch(() => {}); // a listener that rejects after its timeout must not be an unhandled rejection
+    try {
+      const r = await Promise.race([work, timeout]);
+      if (r === 'timeout') {
+        ac.abort(
+          new VelaClientError(
+            Code.REQUEST_TIMEOUT,
+            `the listener ran past consumeTimeoutMs (${this.options.consumeTimeoutMs} ms)`,
+          ),
+        );
+        this.logger.warn(
+          { messageId: m.messageId, topic: m.topic },
+          'listener timed out; nacking the message',
+        );
+        return false;
+      }
+      if (r === ConsumeResult.SUCCESS) return true;
+      if (r !== ConsumeResult.FAILURE) {
+        this.logger.warn(
+          { messageId: m.messageId, result: r },
+          'listener returned neither SUCCESS nor FAILURE; nacking',
+        );
+      }
+      return false;
+    } catch (err) {
+      this.logger.debug(
+        { err, messageId: m.messageId, topic: m.topic },
+        'listener threw; nacking the message',
+      );
+      return false;
+    } finally {
+      cancel();
+    }
+  }
+
+  /** Ack or nack, retrying retriable failures a few times. Never rejects. */
+  private async settle(m: MessageView, ok: boolean): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (ok) await this.ackMessage(m);
+        else await this.changeInvisible(m, nackDelayMs(this.retryPolicy, m.deliveryAttempt));
+        return;
+      } catch (err) {
+        const retriable = isVelaClientError(err) && err.retriable;
+        if (!retriable || attempt >= this.options.settleMaxAttempts) {
+          this.logger.warn(
+            { err, messageId: m.messageId, topic: m.topic, ack: ok },
+            `could not ${ok ? 'ack' : 'nack'} the message; the broker will redeliver it`,
+          );
+          return;
+        }
+        await this.timers.sleep(Math.min(5000, 200 * Math.pow(2, attempt - 1))).catch(() => {});
+      }
+    }
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * The SDK's PullConsumer against a real broker: rebalancing, offsets across restarts, broadcast.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startBroker, type RunningBroker } from '../../src/server.js';
+import { PullConsumer, type QueueRef } from '../../src/client/pull-consumer.js';
+import { tempDir, sleep } from '../helpers.js';
+import { RawClient } from './raw-client.js';
+
+async function broker(dataDir: string, grpcPort = 0): Promise<RunningBroker> {
+  return startBroker({ dataDir, grpcPort, httpPort: 0 });
+}
+
+async function fill(b: RunningBroker, topic: string, n: number, prefix = 'm'): Promise<void> {
+  const c = new RawClient(`127.0.0.1:${b.grpcPort}`);
+  for (let i = 0; i < n; i += 50) {
+    await c.send(
+      topic,
+      Array.from({ length: Math.min(50, n - i) }, (_, j) => ({ body: Buffer.from(`${prefix}${i + j}`) })),
+    );
+  }
+  c.close();
+}
+
+function consumer(
+  b: RunningBroker,
+  group: string,
+  topic: string,
+  extra: Partial<ConstructorParameters<typeof PullConsumer>[0]> = {},
+): PullConsumer {
+  return new PullConsumer({
+    endpoints: `127.0.0.1:${b.grpcPort}`,
+    group,
+    subscriptions: { [topic]: '*' },
+    assignmentIntervalMs: 100,
+    longPollingTimeoutMs: 200,
+    ...extra,
+  });
+}
+
+/** Consume in the background, recording bodies, until `stop` aborts. */
+function run(c: PullConsumer, seen: string[], stop: AbortSignal): Promise<void> {
+  return (async () => {
+    for await (const m of c.messages({ signal: stop })) seen.push(m.body.toString());
+  })();
+}
+
+const sorted = (qs: QueueRef[]) => qs.map((q) => q.queueId).sort((a, b) => a - b);
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await sleep(20);
+  }
+}
+
+test(
+  '8 queues, 1 → 3 → 2 consumers: each queue one owner after every rebalance, every message consumed',
+  { timeout: 60_000 },
+  async () => {
+    const d = tempDir();
+    const b = await broker(d.path);
+    try {
+      await b.broker.topics.upsert('PC', {});
+      await b.broker.groups.upsert('PCG', {});
+      await fill(b, 'PC', 400);
+      const stop = new AbortController();
+      const seen: string[] = [];
+      const c1 = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
+      await c1.start();
+      assert.deepEqual(sorted(c1.assignment()), [0, 1, 2, 3, 4, 5, 6, 7]);
+      const r1 = run(c1, seen, stop.signal);
+      await until(() => seen.length >= 50);
+
+      const c2 = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
+      const c3 = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
+      await Promise.all([c2.start(), c3.start()]);
+      const r2 = run(c2, seen, stop.signal);
+      const r3 = run(c3, seen, stop.signal);
+      await until(() => {
+        const all = [c1, c2, c3].flatMap((c) => sorted(c.assignment()));
+        return all.length === 8 && new Set(all).size === 8;
+      });
+      assert.deepEqual([c1, c2, c3].map((c) => c.assignment().length).sort(), [2, 3, 3]);
+
+      await c2.close(); // commits and leaves: its queues move at once
+      await until(() => {
+        const all = [c1, c3].flatMap((c) => sorted(c.assignment()));
+        return all.length === 8 && new Set(all).size === 8;
+      });
+      await until(() => new Set(seen).size === 400, 15_000);
+      stop.abort();
+      await Promise.all([r1, r2, r3]);
+      const duplicates = seen.length - new Set(seen).size;
+      assert.ok(duplicates < 100, `${duplicates} duplicates, only around rebalances`);
+      await Promise.all([c1.close(), c3.close()]);
+    } finally {
+      await b.close();
+      d.cleanup();
+    }
+  },
+);
+
+test(
+  'offsets survive a consumer restart and a broker restart; manual commit',
+  { timeout: 60_000 },
+  async () => {
+    const d = tempDir();
+    let b = await broker(d.path);
+    try {
+      await b.broker.topics.upsert('PO', { readQueueNums: 1, writeQueueNums: 1 });
+      await b.broker.groups.upsert('POG', {});
+      await fill(b, 'PO', 30);
+      let c = consumer(b, 'POG', 'PO', { autoCommitIntervalMs: 0, batchSize: 5 });
+      const got: string[] = [];
+      for await (const m of c.messages()) {
+        got.push(m.body.toString());
+        if (got.length === 12) break;
+      }
+      await c.commit(); // 12 consumed… the loop stopped after the 12th, which counts once we ask for more
+      await c.close();
+      const port = b.grpcPort;
+      await b.close();
+
+      b = await broker(d.path, port);
+      c = consumer(b, 'POG', 'PO', { autoCommitIntervalMs: 0 });
+      const rest: string[] = [];
+      for await (const m of c.messages()) {
+        rest.push(m.body.toString());
+        if (rest.length + 11 >= 30) break;
+      }
+      assert.equal(rest[0], 'm11', 'resumes at the committed offset (the 12th was not yet consumed)');
+      assert.equal(rest.at(-1), 'm29');
+      await c.close();
+    } finally {
+      await b.close();
+      d.cleanup();
+    }
+  },
+);
+
+test('broadcast: three consumers of one group each get every message', { timeout: 60_000 }, async () => {
+  const d = tempDir();
+  const b = await broker(d.path);
+  try {
+    await b.broker.topics.upsert('PB', { readQueueNums: 4, writeQueueNums: 4 });
+    await b.broker.groups.upsert('PBG', {});
+    await fill(b, 'PB', 60);
+    const consumers = ['a', 'b', 'c'].map((name) =>
+      consumer(b, 'PBG', 'PB', { broadcast: true, consumerName: name }),
+    );
+    const stop = new AbortController();
+    const seen = consumers.map(() => [] as string[]);
+    const runs = consumers.map((c, i) => run(c, seen[i]!, stop.signal));
+    await until(() => seen.every((s) => new Set(s).size === 60), 15_000);
+    stop.abort();
+    await Promise.all(runs);
+    for (const c of consumers) assert.deepEqual(sorted(c.assignment()), [0, 1, 2, 3]);
+    await Promise.all(consumers.map((c) => c.close()));
+  } finally {
+    await b.close();
+    d.cleanup();
+  }
+});
+
+test('an admin reset by time reaches a running pull consumer', { timeout: 60_000 }, async () => {
+  const d = tempDir();
+  const b = await broker(d.path);
+  try {
+    await b.broker.topics.upsert('PR', { readQueueNums: 1, writeQueueNums: 1 });
+    await b.broker.groups.upsert('PRG', {});
+    await fill(b, 'PR', 5, 'old');
+    await sleep(20);
+    const since = Date.now();
+    await sleep(20);
+    await fill(b, 'PR', 5, 'new');
+    const c = consumer(b, 'PRG', 'PR', { autoCommitIntervalMs: 50 });
+    const stop = new AbortController();
+    const seen: string[] = [];
+    const r = run(c, seen, stop.signal);
+    await until(() => seen.length === 10);
+    await sleep(100);
+    await b.broker.resetOffset('PRG', 'PR', { timestamp: since });
+    await until(() => seen.length === 15);
+    stop.abort();
+    await r;
+    assert.deepEqual(seen.slice(10), ['new0', 'new1', 'new2', 'new3', 'new4']);
+    await c.close();
+  } finally {
+    await b.close();
+    d.cleanup();
+  }
+});

@@ -1,0 +1,269 @@
+/**
+ * SDK PushConsumer against a real broker: acks on SUCCESS, retries (delivery attempt 2) after a thrown
+ * error and after a consume timeout, bounded concurrency, FIFO order per message group with groups in
+ * parallel, graceful close with work in flight, and a process that exits by itself after close.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConsumeResult, Producer, PushConsumer, type MessageView } from '../../src/index.js';
+import { sleep, spawnTs, waitExit } from '../helpers.js';
+import { progress, startTestBroker, unique, waitFor, type TestBroker } from './support.js';
+
+describe('PushConsumer', { concurrency: true }, () => {
+  let b: TestBroker;
+  let producer: Producer;
+  before(async () => {
+    b = await startTestBroker();
+    producer = new Producer({ endpoints: b.endpoints });
+  });
+  after(async () => {
+    await producer.close();
+    await b.close();
+  });
+
+  async function setup(
+    opts: { fifo?: boolean; retry?: number[]; fifoRetryIntervalMs?: number; queues?: number } = {},
+  ): Promise<{ topic: string; group: string }> {
+    const topic = unique('PushT');
+    const group = unique('PushG');
+    await b.running.broker.topics.upsert(topic, {
+      ...(opts.queues ? { readQueueNums: opts.queues, writeQueueNums: opts.queues } : {}),
+      ...(opts.fifo ? { attributes: { 'message.type': 'FIFO' } } : {}),
+    });
+    await b.running.broker.groups.upsert(group, {
+      ...(opts.fifo
+        ? { consumeMessageOrderly: true, fifoRetryIntervalMs: opts.fifoRetryIntervalMs ?? 100 }
+        : {}),
+      retryPolicy: { type: 'CUSTOMIZED', next: opts.retry ?? [200, 400] },
+    });
+    return { topic, group };
+  }
+
+  const sendN = (topic: string, n: number, prefix = 'm') =>
+    Promise.all(Array.from({ length: n }, (_, i) => producer.send({ topic, body: `${prefix}${i}` })));
+
+  test('SUCCESS acknowledges every message exactly once', async () => {
+    const { topic, group } = await setup();
+    await sendN(topic, 40);
+    const seen = new Map<string, number>();
+    const c = new PushConsumer({
+      endpoints: b.endpoints,
+      group,
+      subscriptions: { [topic]: '*' },
+      listener: (m) => {
+        seen.set(m.text(), (seen.get(m.text()) ?? 0) + 1);
+        return ConsumeResult.SUCCESS;
+      },
+    });
+    await c.start();
+    await c.start(); // idempotent
+    await waitFor(() => seen.size === 40, 5000, '40 messages');
+    await waitFor(() => progress(b, group, topic).inflight === 0, 3000, 'acks');
+    await sleep(300);
+    assert.ok(
+      [...seen.values()].every((n) => n === 1),
+      'no redelivery',
+    );
+    assert.equal(progress(b, group, topic).lag, 0);
+    await c.close();
+    await c.close();
+  });
+
+  test('a thrown error is a FAILURE: redelivered with delivery attempt 2 after the group interval', async () => {
+    const { topic, group } = await setup({ retry: [200, 400] });
+    await sendN(topic, 3, 'fail');
+    const attempts = new Map<string, { attempt: number; at: number }[]>();
+    const c = new PushConsumer({
+      endpoints: b.endpoints,
+      group,
+      subscriptions: { [topic]: '*' },
+      listener: (m) => {
+        const list = attempts.get(m.text()) ?? [];
+        list.push({ attempt: m.deliveryAttempt, at: Date.now() });
+        attempts.set(m.text(), list);
+        if (m.deliveryAttempt === 1) throw new Error('boom');
+        return ConsumeResult.SUCCESS;
+      },
+    });
+    await c.start();
+    await waitFor(() => [...attempts.values()].filter((l) => l.length === 2).length === 3, 5000, 'retries');
+    for (const [body, list] of attempts) {
+      assert.deepEqual(
+        list.map((x) => x.attempt),
+        [1, 2],
+        body,
+      );
+      assert.ok(list[1]!.at - list[0]!.at >= 180, `waited the group's 200 ms (${list[1]!.at - list[0]!.at})`);
+    }
+    await waitFor(() => progress(b, group, topic).inflight === 0, 3000, 'settled');
+    await c.close();
+  });
+
+  test('a listener past consumeTimeoutMs is a FAILURE: its signal aborts and the message comes back', async () => {
+    const { topic, group } = await setup({ retry: [100] });
+    await sendN(topic, 1, 'slow');
+    const calls: { attempt: number; aborted: boolean }[] = [];
+    const c = new PushConsumer({
+      endpoints: b.endpoints,
+      group,
+      subscriptions: { [topic]: '*' },
+      consumeTimeoutMs: 150,
+      listener: async (m, { signal }) => {
+        const call = { attempt: m.deliveryAttempt, aborted: false };
+        calls.push(call);
+        if (m.deliveryAttempt === 1) {
+          await new Promise((r) => signal.addEventListener('abort', r));
+          call.aborted = true;
+          return ConsumeResult.SUCCESS; // too late: ignored
+        }
+        return ConsumeResult.SUCCESS;
+      },
+    });
+    await c.start();
+    await waitFor(() => calls.length === 2, 5000, 'redelivery');
+    assert.deepEqual(calls, [
+      { attempt: 1, aborted: true },
+      { attempt: 2, aborted: false },
+    ]);
+    await c.close();
+  });
+
+  test('never more than `concurrency` listeners at once', async () => {
+    const { topic, group } = await setup();
+    await sendN(topic, 30);
+    let running = 0;
+    let peak = 0;
+    let done = 0;
+    const c = new PushConsumer({
+      endpoints: b.endpoints,
+      group,
+      subscriptions: { [topic]: '*' },
+      concurrency: 3,
+      listener: async () => {
+        peak = Math.max(peak, ++running);
+        await sleep(20);
+        running--;
+        done++;
+        return ConsumeResult.SUCCESS;
+      },
+    });
+    await c.start();
+    await waitFor(() => done === 30, 5000, '30 consumed');
+    assert.equal(peak, 3);
+    await c.close();
+  });
+
+  test('FIFO: each message group in order, one at a time; groups in parallel; a failure holds its group', async () => {
+    const { topic, group } = await setup({ fifo: true, queues: 2, fifoRetryIntervalMs: 100 });
+    const groups = ['A', 'B', 'C', 'D'];
+    const perGroup = 8;
+    // Sends of one group are sequential (that is what orders them); groups go in parallel.
+    await Promise.all(
+      groups.map(async (g) => {
+        for (let i = 0; i < perGroup; i++) await producer.send({ topic, body: `${g}:${i}`, messageGroup: g });
+      }),
+    );
+    const log: { g: string; i: number; attempt: number }[] = [];
+    const runningPerGroup = new Map<string, number>();
+    let running = 0;
+    let peak = 0;
+    let overlapInGroup = false;
+    let failedOnce = false;
+    const c = new PushConsumer({
+      endpoints: b.endpoints,
+      group,
+      subscriptions: { [topic]: '*' },
+      concurrency: 4,
+      listener: async (m: MessageView) => {
+        const [g, i] = m.text().split(':') as [string, string];
+        assert.equal(m.messageGroup, g);
+        if ((runningPerGroup.get(g) ?? 0) > 0) overlapInGroup = true;
+        runningPerGroup.set(g, (runningPerGroup.get(g) ?? 0) + 1);
+        peak = Math.max(peak, ++running);
+        log.push({ g, i: Number(i), attempt: m.deliveryAttempt });
+        await sleep(5);
+        running--;
+        runningPerGroup.set(g, runningPerGroup.get(g)! - 1);
+        if (g === 'A' && i === '2' && !failedOnce) {
+          failedOnce = true;
+          return ConsumeResult.FAILURE;
+        }
+        return ConsumeResult.SUCCESS;
+      },
+    });
+    await c.start();
+    assert.equal(c.fifo, true);
+    await waitFor(() => log.length === groups.length * perGroup + 1, 8000, 'all messages');
+    assert.equal(overlapInGroup, false, 'one message of a group at a time');
+    assert.ok(peak >= 2, `groups ran in parallel (peak ${peak})`);
+    for (const g of groups) {
+      const seq = log.filter((x) => x.g === g);
+      const expected = Array.from({ length: perGroup }, (_, i) => i);
+      if (g === 'A') expected.splice(3, 0, 2);
+      assert.deepEqual(
+        seq.map((x) => x.i),
+        expected,
+        `order of ${g}`,
+      );
+      if (g === 'A')
+        assert.deepEqual(
+          seq.slice(2, 4).map((x) => x.attempt),
+          [1, 2],
+        );
+    }
+    await c.close();
+  });
+
+  test('close() waits for a running listener and acknowledges its message', async () => {
+    const { topic, group } = await setup();
+    await sendN(topic, 1, 'inflight');
+    let started = false;
+    let finished = false;
+    const c = new PushConsumer({
+      endpoints: b.endpoints,
+      group,
+      subscriptions: { [topic]: '*' },
+      listener: async () => {
+        started = true;
+        await sleep(400);
+        finished = true;
+        return ConsumeResult.SUCCESS;
+      },
+    });
+    await c.start();
+    await waitFor(() => started, 5000, 'listener start');
+    const t0 = Date.now();
+    await c.close();
+    assert.equal(finished, true, 'close waited for the listener');
+    assert.ok(Date.now() - t0 >= 300);
+    const p = progress(b, group, topic);
+    assert.deepEqual(p, { inflight: 0, lag: 0 }, 'the message was acknowledged, not released');
+  });
+
+  test('after close() the process exits by itself (no leaked timers, streams or channels)', async () => {
+    const topic = unique('ExitT');
+    const pushGroup = unique('ExitPush');
+    const simpleGroup = unique('ExitSimple');
+    await b.running.broker.topics.upsert(topic, {});
+    await b.running.broker.groups.upsert(pushGroup, {});
+    await b.running.broker.groups.upsert(simpleGroup, {});
+    let closedAt = 0;
+    let line = '';
+    const child = spawnTs(
+      new URL('./exit-child.ts', import.meta.url).pathname,
+      [b.endpoints, topic, pushGroup, simpleGroup],
+      (l) => {
+        if (l.startsWith('CLOSED')) {
+          closedAt = Date.now();
+          line = l;
+        }
+      },
+    );
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await waitExit(child);
+    clearTimeout(killer);
+    assert.equal(child.exitCode, 0, `child exited normally (signal ${child.signalCode})`);
+    assert.equal(line, 'CLOSED 10 10');
+    assert.ok(Date.now() - closedAt < 3000, `exited ${Date.now() - closedAt} ms after close`);
+  });
+});

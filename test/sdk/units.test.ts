@@ -1,0 +1,164 @@
+/**
+ * SDK pieces that need no broker: message ids, backoff arithmetic, endpoint parsing, error mapping,
+ * option validation, and the dispatcher's ordering and concurrency rules.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { VelaClientError } from '../../src/index.js';
+import { decodeMessageId, newMessageId, Producer, PushConsumer, ConsumeResult } from '../../src/index.js';
+import { backoffDelay, connectTimeout, nackDelayMs, receiveRetryDelay } from '../../src/client/backoff.js';
+import { parseEndpoints, grpcTarget } from '../../src/client/endpoints.js';
+import { fromStatus, fromTransport } from '../../src/client/errors.js';
+import { ConsumeDispatcher } from '../../src/client/consume-dispatcher.js';
+import { fromMillis } from '../../src/protocol/codec.js';
+import type { MessageView } from '../../src/client/message.js';
+import { sleep } from '../helpers.js';
+
+test('message ids: v1 layout, 34 uppercase hex, pid, seconds since 2021, increasing sequence', () => {
+  const now = Date.UTC(2025, 5, 1, 12, 0, 0);
+  const a = newMessageId(now);
+  const b = newMessageId(now);
+  assert.match(a, /^01[0-9A-F]{32}$/);
+  const da = decodeMessageId(a)!;
+  const db = decodeMessageId(b)!;
+  assert.equal(da.pid, process.pid & 0xffff);
+  assert.equal(da.timestamp, now);
+  assert.equal(db.sequence, (da.sequence + 1) >>> 0);
+  assert.equal(a.slice(0, 18), b.slice(0, 18), 'version, MAC and pid are fixed');
+});
+
+test('backoff: 1 s × 1.6^n with ±20 % jitter, capped; connect timeout floor; nack delays', () => {
+  const p = { initialMs: 1000, multiplier: 1.6, jitter: 0.2, maxMs: 120_000 };
+  assert.deepEqual(
+    [1, 2, 3, 4].map((n) => Math.round(backoffDelay(p, n, () => 0.5))),
+    [1000, 1600, 2560, 4096],
+  );
+  assert.equal(
+    backoffDelay(p, 1, () => 0),
+    800,
+  );
+  assert.ok(Math.abs(backoffDelay(p, 1, () => 0.9999999) - 1200) < 0.01);
+  assert.equal(
+    backoffDelay(p, 30, () => 0.5),
+    120_000,
+  );
+  assert.equal(
+    backoffDelay(p, 30, () => 0.9999),
+    120_000,
+    'jitter never passes the cap',
+  );
+  assert.equal(connectTimeout(p, 20_000, 1), 20_000);
+  assert.equal(connectTimeout(p, 20_000, 7), 20_000, '1.6^6 s is still under the floor');
+  assert.equal(Math.round(connectTimeout(p, 20_000, 8)), 26_844, 'then the backoff');
+  assert.equal(connectTimeout(p, 20_000, 20), 120_000, 'capped');
+  const exp = {
+    max_attempts: 3,
+    exponential_backoff: { initial: fromMillis(100), max: fromMillis(1000), multiplier: 2 },
+  };
+  assert.deepEqual(
+    [1, 2, 3, 5].map((n) => nackDelayMs(exp, n)),
+    [100, 200, 400, 1000],
+  );
+  const custom = { max_attempts: 3, customized_backoff: { next: [fromMillis(10), fromMillis(30)] } };
+  assert.deepEqual(
+    [1, 2, 3].map((n) => nackDelayMs(custom, n)),
+    [10, 30, 30],
+  );
+  assert.deepEqual(
+    [1, 2, 3, 10].map((n) => receiveRetryDelay(true, n)),
+    [100, 200, 400, 5000],
+  );
+});
+
+test('endpoints: host:port lists, default port, IPv6, schemes', () => {
+  assert.deepEqual(parseEndpoints('127.0.0.1:8081'), {
+    scheme: 1,
+    addresses: [{ host: '127.0.0.1', port: 8081 }],
+  });
+  assert.deepEqual(parseEndpoints('broker.local'), {
+    scheme: 3,
+    addresses: [{ host: 'broker.local', port: 8081 }],
+  });
+  assert.deepEqual(parseEndpoints('[::1]:9000'), { scheme: 2, addresses: [{ host: '::1', port: 9000 }] });
+  const two = parseEndpoints('10.0.0.1:1;10.0.0.2:2');
+  assert.equal(grpcTarget(two), 'ipv4:10.0.0.1:1,10.0.0.2:2');
+  assert.throws(
+    () => parseEndpoints('host:notaport'),
+    (e: VelaClientError) => e.codeName === 'ILLEGAL_ACCESS_POINT',
+  );
+});
+
+test('errors: statuses and transport failures map to typed, classified errors', () => {
+  const flow = fromStatus({ code: 42900, message: 'busy' }, 'SendMessage');
+  assert.ok(flow.flowControl && flow.retriable && flow.codeName === 'TOO_MANY_REQUESTS');
+  for (const code of [50000, 50001, 50002, 50400, 50401])
+    assert.ok(fromStatus({ code }, 'X').retriable, String(code));
+  for (const code of [40000, 40002, 40014, 40300, 40402, 41301, 50100])
+    assert.ok(!fromStatus({ code }, 'X').retriable, String(code));
+  const lost = fromTransport({ code: GrpcStatus.UNAVAILABLE, details: 'refused' }, 'SendMessage');
+  assert.ok(lost.transport && lost.retriable && lost.grpcCode === GrpcStatus.UNAVAILABLE);
+  const slow = fromTransport({ code: GrpcStatus.DEADLINE_EXCEEDED }, 'SendMessage');
+  assert.ok(slow.retriable && slow.codeName === 'REQUEST_TIMEOUT');
+  const big = fromTransport({ code: GrpcStatus.RESOURCE_EXHAUSTED }, 'ReceiveMessage');
+  assert.ok(!big.retriable);
+});
+
+test('options are validated when the client is built', () => {
+  assert.throws(
+    () => new Producer({ endpoints: '' }),
+    (e: VelaClientError) => e.codeName === 'ILLEGAL_ACCESS_POINT',
+  );
+  assert.throws(
+    () => new Producer({ endpoints: 'h:1', maxAttempts: 0 }),
+    (e: VelaClientError) => e.codeName === 'BAD_REQUEST',
+  );
+  assert.throws(
+    () =>
+      new PushConsumer({
+        endpoints: 'h:1',
+        group: 'g',
+        subscriptions: { t: '*' },
+        listener: () => ConsumeResult.SUCCESS,
+        receiveBatchSize: 64,
+      }),
+    /receiveBatchSize/,
+  );
+  assert.throws(
+    () => new PushConsumer({ endpoints: 'h:1', group: 'g', subscriptions: { t: '*' } } as never),
+    /listener/,
+  );
+});
+
+test('dispatcher: FIFO keys run one at a time in order, others in parallel, bounded overall', async () => {
+  const log: string[] = [];
+  let running = 0;
+  let peak = 0;
+  const d = new ConsumeDispatcher(() => 3, {
+    consume: async (m) => {
+      peak = Math.max(peak, ++running);
+      log.push(`start ${m.messageId}`);
+      await sleep(5);
+      running--;
+      return true;
+    },
+    settle: async (m) => {
+      await sleep(2);
+      log.push(`settled ${m.messageId}`);
+    },
+  });
+  const msg = (id: string) => ({ messageId: id }) as MessageView;
+  d.push([msg('a1'), msg('b1'), msg('a2'), msg('c1'), msg('a3'), msg('d1')], (m) => m.messageId[0]!);
+  await new Promise<void>((resolve) => {
+    const check = () => (d.size === 0 ? resolve() : setTimeout(check, 5));
+    check();
+  });
+  assert.equal(peak, 3);
+  for (const [x, y] of [
+    ['a1', 'a2'],
+    ['a2', 'a3'],
+  ]) {
+    assert.ok(log.indexOf(`settled ${x}`) < log.indexOf(`start ${y}`), `${y} waits for ${x} to settle`);
+  }
+  assert.deepEqual(await d.stop(), []);
+});

@@ -110,10 +110,7 @@ export class PullConsumer extends ConsumerBase {
     await this.refreshAssignment();
     this.timers.interval(() => this.refreshInBackground(), this.assignmentMs);
     if (this.autoCommitMs > 0) {
-      this.timers.interval(
-        () => void this.commit().catch((err) => this.events.emit('error', err)),
-        this.autoCommitMs,
-      );
+      this.timers.interval(() => void this.commit().catch((err) => this.reportError(err)), this.autoCommitMs);
     }
   }
 
@@ -150,13 +147,14 @@ export class PullConsumer extends ConsumerBase {
       } catch (err) {
         if (signal.aborted || this.isClosing) return;
         if (!isVelaClientError(err) || !err.retriable) throw err;
-        this.events.emit('error', err);
+        this.reportError(err);
         await this.timers.sleep(500, signal).catch(() => undefined);
         continue;
       }
       idle = batch.length === 0 ? idle + 1 : 0;
       for (const m of batch) {
-        if (signal.aborted || this.positions.get(k) !== pos) return; // queue taken away meanwhile
+        if (signal.aborted) return;
+        if (this.positions.get(k) !== pos) break; // the queue went to another consumer: drop the rest
         yield m;
         pos.consumed = m.queueOffset + 1;
       }
@@ -183,10 +181,16 @@ export class PullConsumer extends ConsumerBase {
   protected override async onClose(): Promise<void> {
     this.closeSignal.abort();
     await this.refreshing;
-    await this.commit().catch((err) => this.events.emit('error', err));
+    await this.commit().catch((err) => this.reportError(err));
   }
 
   // -------------------------------------------------------------------------------------------------
+
+  /** Background failures go to `events` 'error' listeners if there are any, else to the log. */
+  private reportError(err: unknown): void {
+    if (this.events.listenerCount('error') > 0) this.events.emit('error', err);
+    else this.logger.warn({ err }, 'pull consumer background error');
+  }
 
   private async pullOnce(pos: Position, pollMs: number, signal: AbortSignal): Promise<MessageView[]> {
     const topic = pos.queue.topic.name ?? '';
@@ -243,7 +247,7 @@ export class PullConsumer extends ConsumerBase {
   private refreshInBackground(): void {
     if (this.refreshing || this.isClosing) return;
     this.refreshing = this.refreshAssignment()
-      .catch((err: unknown) => void this.events.emit('error', err))
+      .catch((err: unknown) => void this.reportError(err))
       .finally(() => (this.refreshing = null));
   }
 
@@ -273,7 +277,7 @@ export class PullConsumer extends ConsumerBase {
       if (owned.has(k)) continue;
       this.positions.delete(k);
       changed = true;
-      await this.commitQueue(p).catch((err) => this.events.emit('error', err));
+      await this.commitQueue(p).catch((err) => this.reportError(err));
     }
     for (const [k, { conn, queue }] of owned) {
       if (this.positions.has(k)) continue;

@@ -62,20 +62,26 @@ test(
   async () => {
     const d = tempDir();
     const b = await broker(d.path);
+    const stop = new AbortController();
+    const opened: PullConsumer[] = [];
+    const open = () => {
+      const c = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
+      opened.push(c);
+      return c;
+    };
     try {
       await b.broker.topics.upsert('PC', {});
       await b.broker.groups.upsert('PCG', {});
       await fill(b, 'PC', 400);
-      const stop = new AbortController();
       const seen: string[] = [];
-      const c1 = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
+      const c1 = open();
       await c1.start();
       assert.deepEqual(sorted(c1.assignment()), [0, 1, 2, 3, 4, 5, 6, 7]);
       const r1 = run(c1, seen, stop.signal);
       await until(() => seen.length >= 50);
 
-      const c2 = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
-      const c3 = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
+      const c2 = open();
+      const c3 = open();
       await Promise.all([c2.start(), c3.start()]);
       const r2 = run(c2, seen, stop.signal);
       const r3 = run(c3, seen, stop.signal);
@@ -95,8 +101,10 @@ test(
       await Promise.all([r1, r2, r3]);
       const duplicates = seen.length - new Set(seen).size;
       assert.ok(duplicates < 100, `${duplicates} duplicates, only around rebalances`);
-      await Promise.all([c1.close(), c3.close()]);
     } finally {
+      // Even when an assertion failed: stop every consumer, or the test process would never exit.
+      stop.abort();
+      await Promise.allSettled(opened.map((c) => c.close()));
       await b.close();
       d.cleanup();
     }

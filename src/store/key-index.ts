@@ -8,6 +8,7 @@
  * Only the not-yet-written tail is held in memory.
  */
 import fs from 'node:fs';
+import { openP, closeP, writeP, readP, fdatasyncP, ftruncateP } from './fs-async.js';
 import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -22,21 +23,6 @@ interface KeyFile {
   fd: number | null;
   dirty: boolean;
 }
-
-const openP = (path: string, flags: string) =>
-  new Promise<number>((res, rej) => fs.open(path, flags, (err, fd) => (err ? rej(err) : res(fd))));
-const closeP = (fd: number) =>
-  new Promise<void>((res, rej) => fs.close(fd, (err) => (err ? rej(err) : res())));
-const writeP = (fd: number, buf: Buffer, pos: number) =>
-  new Promise<number>((res, rej) =>
-    fs.write(fd, buf, 0, buf.length, pos, (err, n) => (err ? rej(err) : res(n))),
-  );
-const readP = (fd: number, buf: Buffer, len: number, pos: number) =>
-  new Promise<number>((res, rej) => fs.read(fd, buf, 0, len, pos, (err, n) => (err ? rej(err) : res(n))));
-const fdatasyncP = (fd: number) =>
-  new Promise<void>((res, rej) => fs.fdatasync(fd, (err) => (err ? rej(err) : res())));
-const ftruncateP = (fd: number, len: number) =>
-  new Promise<void>((res, rej) => fs.ftruncate(fd, len, (err) => (err ? rej(err) : res())));
 
 export class KeyIndex {
   private files: KeyFile[] = [];
@@ -142,7 +128,7 @@ export class KeyIndex {
       const fd = await this.fdOf(file);
       const found: number[] = [];
       for (let start = 0; start < file.count * KEY_ENTRY_SIZE; start += SCAN_CHUNK) {
-        const n = await readP(fd, buf, Math.min(SCAN_CHUNK, file.count * KEY_ENTRY_SIZE - start), start);
+        const n = await readP(fd, buf, 0, Math.min(SCAN_CHUNK, file.count * KEY_ENTRY_SIZE - start), start);
         for (let p = 0; p + KEY_ENTRY_SIZE <= n; p += KEY_ENTRY_SIZE) {
           if (buf.readUInt32LE(p) === hash) found.push(buf.readDoubleLE(p + 4));
         }
@@ -177,7 +163,7 @@ export class KeyIndex {
       let hi = f.count;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
-        await readP(fd, one, KEY_ENTRY_SIZE, mid * KEY_ENTRY_SIZE);
+        await readP(fd, one, 0, KEY_ENTRY_SIZE, mid * KEY_ENTRY_SIZE);
         if (one.readDoubleLE(4) < position) lo = mid + 1;
         else hi = mid;
       }

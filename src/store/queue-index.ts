@@ -12,6 +12,7 @@
  * durable in the log) ≤ `nextOffset` (the next one to assign).
  */
 import fs from 'node:fs';
+import { openP, closeP, writeP, readP, fdatasyncP, ftruncateP } from './fs-async.js';
 import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -34,21 +35,6 @@ interface IndexFile {
   fd: number | null;
   dirty: boolean;
 }
-
-const openP = (path: string, flags: string) =>
-  new Promise<number>((res, rej) => fs.open(path, flags, (err, fd) => (err ? rej(err) : res(fd))));
-const closeP = (fd: number) =>
-  new Promise<void>((res, rej) => fs.close(fd, (err) => (err ? rej(err) : res())));
-const writeP = (fd: number, buf: Buffer, pos: number) =>
-  new Promise<number>((res, rej) =>
-    fs.write(fd, buf, 0, buf.length, pos, (err, n) => (err ? rej(err) : res(n))),
-  );
-const readP = (fd: number, buf: Buffer, off: number, len: number, pos: number) =>
-  new Promise<number>((res, rej) => fs.read(fd, buf, off, len, pos, (err, n) => (err ? rej(err) : res(n))));
-const fdatasyncP = (fd: number) =>
-  new Promise<void>((res, rej) => fs.fdatasync(fd, (err) => (err ? rej(err) : res())));
-const ftruncateP = (fd: number, len: number) =>
-  new Promise<void>((res, rej) => fs.ftruncate(fd, len, (err) => (err ? rej(err) : res())));
 
 export class QueueIndex {
   private files: IndexFile[] = [];

@@ -14,6 +14,7 @@
  * the first bad frame and moves any later segment into `quarantine/` rather than deleting it.
  */
 import fs from 'node:fs';
+import { writevP, fdatasyncP, openP, closeP, readP, ftruncateP } from './fs-async.js';
 import { mkdir, readdir, rename, unlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -98,19 +99,6 @@ const LATE_CLOSE_MS = 30_000;
 export function segmentName(base: number): string {
   return `${String(base).padStart(20, '0')}.log`;
 }
-
-const writevP = (fd: number, bufs: Buffer[], pos: number) =>
-  new Promise<number>((res, rej) => fs.writev(fd, bufs, pos, (err, n) => (err ? rej(err) : res(n))));
-const fdatasyncP = (fd: number) =>
-  new Promise<void>((res, rej) => fs.fdatasync(fd, (err) => (err ? rej(err) : res())));
-const openP = (path: string, flags: string | number) =>
-  new Promise<number>((res, rej) => fs.open(path, flags, (err, fd) => (err ? rej(err) : res(fd))));
-const closeP = (fd: number) =>
-  new Promise<void>((res, rej) => fs.close(fd, (err) => (err ? rej(err) : res())));
-const readP = (fd: number, buf: Buffer, off: number, len: number, pos: number) =>
-  new Promise<number>((res, rej) => fs.read(fd, buf, off, len, pos, (err, n) => (err ? rej(err) : res(n))));
-const ftruncateP = (fd: number, len: number) =>
-  new Promise<void>((res, rej) => fs.ftruncate(fd, len, (err) => (err ? rej(err) : res())));
 
 export class SegmentLog {
   private readonly segments: Segment[] = [];

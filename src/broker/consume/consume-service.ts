@@ -208,6 +208,28 @@ const fromTuple = (t: Tuple): Delivery => ({
   fifoKey: t[9] ?? '',
 });
 
+/** A delivery about to be handed out (`deliver` arms its nonce, deadline and owner). */
+function freshDelivery(
+  source: Source,
+  queueId: number,
+  offset: number,
+  attempt: number,
+  fifoKey: string,
+): Delivery {
+  return {
+    source,
+    queueId,
+    offset,
+    nonce: 0,
+    attempt,
+    deadline: 0,
+    autoRenew: false,
+    clientId: '',
+    state: DeliveryState.INFLIGHT,
+    fifoKey,
+  };
+}
+
 /** A presented id for the n-th delivery of a FIFO message: new per retry, stable for a given attempt. */
 function retryMessageId(origin: string, attempt: number): string {
   return `01${createHash('md5').update(`${origin}#${attempt}`).digest('hex').toUpperCase()}`;
@@ -910,18 +932,7 @@ export class ConsumeService implements StateParticipant {
           }
           next = m.queueOffset + 1;
           if (!req.filter.matches(m.tag)) continue;
-          deliver(m, {
-            source: Source.RETRY,
-            queueId: q,
-            offset: m.queueOffset,
-            nonce: 0,
-            attempt: m.reconsumeTimes + 1,
-            deadline: 0,
-            autoRenew: false,
-            clientId: '',
-            state: 0,
-            fifoKey: '',
-          });
+          deliver(m, freshDelivery(Source.RETRY, q, m.queueOffset, m.reconsumeTimes + 1, ''));
         }
         advance(Source.RETRY, q, next);
       }
@@ -955,18 +966,7 @@ export class ConsumeService implements StateParticipant {
           for (const e of chosen) taken.delete(e.key);
           for (const [e, m] of await this.readHeld(s.topic, q, chosen)) {
             if (!m) continue; // removed by retention
-            deliver(m, {
-              source: Source.TOPIC,
-              queueId: q,
-              offset: e.offset,
-              nonce: 0,
-              attempt: 1,
-              deadline: 0,
-              autoRenew: false,
-              clientId: '',
-              state: 0,
-              fifoKey: e.key,
-            });
+            deliver(m, freshDelivery(Source.TOPIC, q, e.offset, 1, e.key));
           }
         }
       }
@@ -994,31 +994,9 @@ export class ConsumeService implements StateParticipant {
             fq.held.push({ offset: m.queueOffset, key });
             continue;
           }
-          deliver(m, {
-            source: Source.TOPIC,
-            queueId: q,
-            offset: m.queueOffset,
-            nonce: 0,
-            attempt: 1,
-            deadline: 0,
-            autoRenew: false,
-            clientId: '',
-            state: 0,
-            fifoKey: key,
-          });
+          deliver(m, freshDelivery(Source.TOPIC, q, m.queueOffset, 1, key));
         } else {
-          deliver(m, {
-            source: Source.TOPIC,
-            queueId: q,
-            offset: m.queueOffset,
-            nonce: 0,
-            attempt: 1,
-            deadline: 0,
-            autoRenew: false,
-            clientId: '',
-            state: 0,
-            fifoKey: '',
-          });
+          deliver(m, freshDelivery(Source.TOPIC, q, m.queueOffset, 1, ''));
         }
       }
       if (r.status !== 'FOUND' && r.status !== 'NO_NEW_MESSAGE') next = r.nextOffset;

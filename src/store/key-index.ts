@@ -117,13 +117,15 @@ export class KeyIndex {
 
   /** Log positions of records whose id or key hashes to `hash`, newest first, at most `limit`. */
   async find(hash: number, limit: number): Promise<number[]> {
-    const out: number[] = [];
+    // A Set: an index flush during the awaits below can move tail entries into a file we read next,
+    // and one record may carry the same key twice (or a key equal to its id).
+    const out = new Set<number>();
     const t = this.tail;
-    for (let i = this.committedInTail * 3 - 3; i >= 0 && out.length < limit; i -= 3) {
-      if (t[i] === hash) out.push(t[i + 1]!);
+    for (let i = this.committedInTail * 3 - 3; i >= 0 && out.size < limit; i -= 3) {
+      if (t[i] === hash) out.add(t[i + 1]!);
     }
     const buf = Buffer.allocUnsafe(SCAN_CHUNK);
-    for (let fi = this.files.length - 1; fi >= 0 && out.length < limit; fi--) {
+    for (let fi = this.files.length - 1; fi >= 0 && out.size < limit; fi--) {
       const file = this.files[fi]!;
       const fd = await this.fdOf(file);
       const found: number[] = [];
@@ -133,9 +135,9 @@ export class KeyIndex {
           if (buf.readUInt32LE(p) === hash) found.push(buf.readDoubleLE(p + 4));
         }
       }
-      for (let i = found.length - 1; i >= 0 && out.length < limit; i--) out.push(found[i]!);
+      for (let i = found.length - 1; i >= 0 && out.size < limit; i--) out.add(found[i]!);
     }
-    return out;
+    return [...out];
   }
 
   /** Recovery: keep the first `counts[base]` entries of each file; files not listed are dropped. */

@@ -307,3 +307,18 @@ test('concurrent appenders share fsyncs and all get their own results', async ()
       assert.equal((await store.read('T', q, 0, { maxCount: 100 })).messages.length, 50);
   });
 });
+
+test('a key lookup returns each message once, even with repeated keys and an index flush under way', async () => {
+  await withStore({ indexFlushIntervalMs: 1 }, async (store) => {
+    for (let i = 0; i < 20; i++)
+      await store.append([msg('T', 0, `dup-${i}`, { keys: ['same', 'same', `dup-${i}`] })]);
+    const lookups = await Promise.all(
+      Array.from({ length: 20 }, () => store.findByKey('same', { limit: 100 })),
+    );
+    for (const found of lookups) {
+      const ids = found.map((m) => m.messageId);
+      assert.equal(ids.length, 20);
+      assert.equal(new Set(ids).size, 20, 'no message twice');
+    }
+  });
+});

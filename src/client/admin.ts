@@ -1,8 +1,7 @@
 /**
  * Admin: a small client of the broker's HTTP admin API (the one `vela admin` uses): topics, consumer
  * groups, consumption progress and connections, message lookup, dead letters. Failures reject with
- * `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND). Offsets cannot be
- * reset through it yet: the HTTP API has no such route.
+ * `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND).
  */
 import { Code } from '../common/codes.js';
 import { VelaClientError, clientError } from './errors.js';
@@ -124,6 +123,15 @@ export interface StoredMessageInfo {
   body: string;
 }
 
+/** Where `resetOffset` moves a group: to the first message stored at or after a time, or to an offset. */
+export type ResetTarget = { timestamp: number | Date } | { offset: number; queueId?: number };
+
+export interface ResetOffsetResult {
+  group: string;
+  topic: string;
+  queues: { queueId: number; oldOffset: number | null; newOffset: number }[];
+}
+
 export interface DeadLetterPage {
   group: string;
   dlqTopic: string;
@@ -211,6 +219,18 @@ export class Admin {
   /** The group's connected clients (mqadmin `consumerConnection`). */
   consumerConnection(group: string): Promise<ConsumerConnection[]> {
     return this.request('GET', `/api/groups/${enc(group)}/connections`);
+  }
+
+  /**
+   * Move the group's position on a topic (every queue, or one with `queueId`): back to re-consume, or
+   * forward to skip (mqadmin `resetOffsetByTime` / `resetOffset`). Takes effect for every consumer kind.
+   */
+  async resetOffset(group: string, topic: string, to: ResetTarget): Promise<ResetOffsetResult> {
+    const body =
+      'timestamp' in to
+        ? { topic, timestamp: to.timestamp instanceof Date ? to.timestamp.getTime() : to.timestamp }
+        : { topic, offset: to.offset, ...(to.queueId !== undefined ? { queueId: to.queueId } : {}) };
+    return this.request('POST', `/api/groups/${enc(group)}/reset-offset`, body);
   }
 
   // Messages

@@ -28,6 +28,8 @@ export type {
   ConsumerConnection,
   StoredMessageInfo,
   DeadLetterPage,
+  ResetTarget,
+  ResetOffsetResult,
 } from './admin.js';
 export { PullConsumer } from './pull-consumer.js';
 export type { PullConsumerOptions, QueueRef, StartPosition } from './pull-consumer.js';

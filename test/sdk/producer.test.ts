@@ -12,7 +12,7 @@ import { Producer, VelaClientError, decodeMessageId, type SendReceipt } from '..
 import { startBroker } from '../../src/server.js';
 import { sleep } from '../helpers.js';
 import { FaultProxy } from './fault-proxy.js';
-import { startTestBroker, unique, type TestBroker } from './support.js';
+import { startTestBroker, unique, type TestBroker, use, closeAll } from './support.js';
 
 describe('Producer', () => {
   let b: TestBroker;
@@ -22,6 +22,7 @@ describe('Producer', () => {
     proxy = await FaultProxy.start(b.endpoints);
   });
   after(async () => {
+    await closeAll();
     await proxy.close();
     await b.close();
   });
@@ -37,7 +38,7 @@ describe('Producer', () => {
 
   test('sends normal messages with tag, keys and properties; v1 message ids; receipts', async () => {
     const t = await topic();
-    const p = new Producer({ endpoints: b.endpoints, topics: [t] });
+    const p = use(new Producer({ endpoints: b.endpoints, topics: [t] }));
     await p.start();
     const r = await p.send({
       topic: t,
@@ -72,7 +73,7 @@ describe('Producer', () => {
 
   test('FIFO messages keep their message group; a DELAY message surfaces the broker error', async () => {
     const fifo = await topic('FIFO');
-    const p = new Producer({ endpoints: proxy.endpoints });
+    const p = use(new Producer({ endpoints: proxy.endpoints }));
     const r = await p.send({ topic: fifo, body: 'f', messageGroup: 'order-1' });
     const [stored] = await b.running.broker.findMessageById(r.messageId, fifo);
     assert.equal(stored?.messageGroup, 'order-1');
@@ -108,7 +109,7 @@ describe('Producer', () => {
   test('request headers: client id, protocol, date-time, request id, language, version, namespace', async () => {
     const t = unique('NsT');
     await b.running.broker.topics.upsert(`nsx%${t}`, {});
-    const p = new Producer({ endpoints: proxy.endpoints, namespace: 'nsx' });
+    const p = use(new Producer({ endpoints: proxy.endpoints, namespace: 'nsx' }));
     const r = await p.send({ topic: t, body: 'ns' });
     assert.equal((await b.running.broker.findMessageById(r.messageId, `nsx%${t}`)).length, 1);
     const h = proxy.sendHeaders.at(-1)!;
@@ -119,19 +120,21 @@ describe('Producer', () => {
     assert.equal(h['x-mq-language'], 'HTTP');
     assert.ok(h['x-mq-client-version']);
     assert.equal(h['x-mq-namespace'], 'nsx');
-    const other = new Producer({ endpoints: proxy.endpoints, namespace: 'nsx' });
+    const other = use(new Producer({ endpoints: proxy.endpoints, namespace: 'nsx' }));
     assert.notEqual(other.clientId, p.clientId, 'client ids are unique per instance');
     await p.close();
   });
 
   test('transient faults (lost connection, internal error, no answer) are retried at once, same message id', async () => {
     const t = await topic();
-    const p = new Producer({
-      endpoints: proxy.endpoints,
-      topics: [t],
-      requestTimeoutMs: 400,
-      batching: false,
-    });
+    const p = use(
+      new Producer({
+        endpoints: proxy.endpoints,
+        topics: [t],
+        requestTimeoutMs: 400,
+        batching: false,
+      }),
+    );
     await p.start();
     proxy.faults.push('unavailable', 'internal');
     const started = Date.now();
@@ -156,14 +159,16 @@ describe('Producer', () => {
   test('flow control backs off 1 s, 1.6 s, 2.56 s … (±20 % jitter, capped at 120 s), via an injected sleep', async () => {
     const t = await topic();
     const slept: number[] = [];
-    const p = new Producer({
-      endpoints: proxy.endpoints,
-      topics: [t],
-      maxAttempts: 6,
-      batching: false,
-      sleep: async (ms) => void slept.push(ms),
-      random: () => 0.5,
-    });
+    const p = use(
+      new Producer({
+        endpoints: proxy.endpoints,
+        topics: [t],
+        maxAttempts: 6,
+        batching: false,
+        sleep: async (ms) => void slept.push(ms),
+        random: () => 0.5,
+      }),
+    );
     proxy.faults.push('flow-control', 'flow-control', 'flow-control', 'flow-control', 'flow-control');
     const r = await p.send({ topic: t, body: 'busy' });
     assert.deepEqual(
@@ -180,14 +185,16 @@ describe('Producer', () => {
       [0.999999, 1.2],
     ] as const) {
       const waits: number[] = [];
-      const q = new Producer({
-        endpoints: proxy.endpoints,
-        maxAttempts: 3,
-        batching: false,
-        initialBackoffMs: 100_000,
-        sleep: async (ms) => void waits.push(ms),
-        random: () => random,
-      });
+      const q = use(
+        new Producer({
+          endpoints: proxy.endpoints,
+          maxAttempts: 3,
+          batching: false,
+          initialBackoffMs: 100_000,
+          sleep: async (ms) => void waits.push(ms),
+          random: () => random,
+        }),
+      );
       proxy.faults.push('flow-control', 'flow-control', 'flow-control');
       const err = await q.send({ topic: t, body: 'busy' }).catch((e: unknown) => e);
       assert.ok(err instanceof VelaClientError && err.flowControl && err.code === 42900);
@@ -200,7 +207,7 @@ describe('Producer', () => {
 
   test('the last error is thrown after maxAttempts; BAD_REQUEST-class codes are not retried', async () => {
     const t = await topic();
-    const p = new Producer({ endpoints: proxy.endpoints, topics: [t], batching: false });
+    const p = use(new Producer({ endpoints: proxy.endpoints, topics: [t], batching: false }));
     await p.start();
     const before = proxy.sends.length;
     proxy.faults.push('internal', 'internal', 'unavailable');
@@ -218,7 +225,7 @@ describe('Producer', () => {
 
   test('abort: an aborted send rejects with the signal reason and is not retried', async () => {
     const t = await topic();
-    const p = new Producer({ endpoints: proxy.endpoints, topics: [t], requestTimeoutMs: 5000 });
+    const p = use(new Producer({ endpoints: proxy.endpoints, topics: [t], requestTimeoutMs: 5000 }));
     await p.start();
     await assert.rejects(p.send({ topic: t, body: 'x' }, { signal: AbortSignal.abort() }), {
       name: 'AbortError',
@@ -238,7 +245,7 @@ describe('Producer', () => {
 
   test('automatic batching: concurrent sends share requests, each caller gets its own receipt', async () => {
     const t = await topic();
-    const p = new Producer({ endpoints: proxy.endpoints, topics: [t] });
+    const p = use(new Producer({ endpoints: proxy.endpoints, topics: [t] }));
     await p.start();
     const n = 300;
     const receipts = await Promise.all(
@@ -276,7 +283,7 @@ describe('Producer', () => {
 
   test('close() flushes pending batches and waits for them', async () => {
     const t = await topic();
-    const p = new Producer({ endpoints: b.endpoints, topics: [t], batchLingerMs: 50 });
+    const p = use(new Producer({ endpoints: b.endpoints, topics: [t], batchLingerMs: 50 }));
     await p.start();
     const pending = Array.from({ length: 20 }, (_, i) => p.send({ topic: t, body: `c${i}` }));
     await new Promise((r) => process.nextTick(r)); // the sends are queued, not yet on the wire
@@ -315,7 +322,7 @@ describe('Producer', () => {
         e ? reject(e) : resolve(p),
       ),
     );
-    const p = new Producer({ endpoints: `127.0.0.1:${port}`, topics: ['T'], settingsTimeoutMs: 200 });
+    const p = use(new Producer({ endpoints: `127.0.0.1:${port}`, topics: ['T'], settingsTimeoutMs: 200 }));
     const t0 = Date.now();
     const err = await p.start().catch((e: unknown) => e);
     assert.ok(err instanceof VelaClientError, String(err));
@@ -324,7 +331,7 @@ describe('Producer', () => {
     assert.equal(streams.length, 1);
     await p.close();
     // Nothing listening at all: a retriable transport error.
-    const nowhere = new Producer({ endpoints: '127.0.0.1:1', topics: ['T'], requestTimeoutMs: 300 });
+    const nowhere = use(new Producer({ endpoints: '127.0.0.1:1', topics: ['T'], requestTimeoutMs: 300 }));
     const err2 = await nowhere.start().catch((e: unknown) => e);
     assert.ok(err2 instanceof VelaClientError && err2.transport && err2.retriable, String(err2));
     await nowhere.close();
@@ -337,7 +344,7 @@ test('a broker restart in the middle of a send loop loses no acknowledged messag
   const t = unique('Restart');
   await b.running.broker.topics.upsert(t, {});
   const port = b.running.grpcPort;
-  const p = new Producer({ endpoints: b.endpoints, topics: [t] });
+  const p = use(new Producer({ endpoints: b.endpoints, topics: [t] }));
   await p.start();
   const acked: SendReceipt[] = [];
   const failed: unknown[] = [];
@@ -390,6 +397,7 @@ test('a broker restart in the middle of a send loop loses no acknowledged messag
       assert.ok(found.length >= 1, `acknowledged message ${r.messageId} is readable after the restart`);
     }
   } finally {
+    await closeAll();
     await restarted.close();
     await b.close();
   }

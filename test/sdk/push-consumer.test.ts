@@ -7,16 +7,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConsumeResult, Producer, PushConsumer, type MessageView } from '../../src/index.js';
 import { sleep, spawnTs, waitExit } from '../helpers.js';
-import { progress, startTestBroker, unique, waitFor, type TestBroker } from './support.js';
+import { progress, startTestBroker, unique, waitFor, type TestBroker, use, closeAll } from './support.js';
 
 describe('PushConsumer', { concurrency: true }, () => {
   let b: TestBroker;
   let producer: Producer;
   before(async () => {
     b = await startTestBroker();
-    producer = new Producer({ endpoints: b.endpoints });
+    producer = use(new Producer({ endpoints: b.endpoints }));
   });
   after(async () => {
+    await closeAll();
     await producer.close();
     await b.close();
   });
@@ -46,15 +47,17 @@ describe('PushConsumer', { concurrency: true }, () => {
     const { topic, group } = await setup();
     await sendN(topic, 40);
     const seen = new Map<string, number>();
-    const c = new PushConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      listener: (m) => {
-        seen.set(m.text(), (seen.get(m.text()) ?? 0) + 1);
-        return ConsumeResult.SUCCESS;
-      },
-    });
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        listener: (m) => {
+          seen.set(m.text(), (seen.get(m.text()) ?? 0) + 1);
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
     await c.start();
     await c.start(); // idempotent
     await waitFor(() => seen.size === 40, 5000, '40 messages');
@@ -73,18 +76,20 @@ describe('PushConsumer', { concurrency: true }, () => {
     const { topic, group } = await setup({ retry: [200, 400] });
     await sendN(topic, 3, 'fail');
     const attempts = new Map<string, { attempt: number; at: number }[]>();
-    const c = new PushConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      listener: (m) => {
-        const list = attempts.get(m.text()) ?? [];
-        list.push({ attempt: m.deliveryAttempt, at: Date.now() });
-        attempts.set(m.text(), list);
-        if (m.deliveryAttempt === 1) throw new Error('boom');
-        return ConsumeResult.SUCCESS;
-      },
-    });
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        listener: (m) => {
+          const list = attempts.get(m.text()) ?? [];
+          list.push({ attempt: m.deliveryAttempt, at: Date.now() });
+          attempts.set(m.text(), list);
+          if (m.deliveryAttempt === 1) throw new Error('boom');
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
     await c.start();
     await waitFor(() => [...attempts.values()].filter((l) => l.length === 2).length === 3, 5000, 'retries');
     for (const [body, list] of attempts) {
@@ -103,22 +108,24 @@ describe('PushConsumer', { concurrency: true }, () => {
     const { topic, group } = await setup({ retry: [100] });
     await sendN(topic, 1, 'slow');
     const calls: { attempt: number; aborted: boolean }[] = [];
-    const c = new PushConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      consumeTimeoutMs: 150,
-      listener: async (m, { signal }) => {
-        const call = { attempt: m.deliveryAttempt, aborted: false };
-        calls.push(call);
-        if (m.deliveryAttempt === 1) {
-          await new Promise((r) => signal.addEventListener('abort', r));
-          call.aborted = true;
-          return ConsumeResult.SUCCESS; // too late: ignored
-        }
-        return ConsumeResult.SUCCESS;
-      },
-    });
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        consumeTimeoutMs: 150,
+        listener: async (m, { signal }) => {
+          const call = { attempt: m.deliveryAttempt, aborted: false };
+          calls.push(call);
+          if (m.deliveryAttempt === 1) {
+            await new Promise((r) => signal.addEventListener('abort', r));
+            call.aborted = true;
+            return ConsumeResult.SUCCESS; // too late: ignored
+          }
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
     await c.start();
     await waitFor(() => calls.length === 2, 5000, 'redelivery');
     assert.deepEqual(calls, [
@@ -134,19 +141,21 @@ describe('PushConsumer', { concurrency: true }, () => {
     let running = 0;
     let peak = 0;
     let done = 0;
-    const c = new PushConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      concurrency: 3,
-      listener: async () => {
-        peak = Math.max(peak, ++running);
-        await sleep(20);
-        running--;
-        done++;
-        return ConsumeResult.SUCCESS;
-      },
-    });
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        concurrency: 3,
+        listener: async () => {
+          peak = Math.max(peak, ++running);
+          await sleep(20);
+          running--;
+          done++;
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
     await c.start();
     await waitFor(() => done === 30, 5000, '30 consumed');
     assert.equal(peak, 3);
@@ -169,28 +178,30 @@ describe('PushConsumer', { concurrency: true }, () => {
     let peak = 0;
     let overlapInGroup = false;
     let failedOnce = false;
-    const c = new PushConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      concurrency: 4,
-      listener: async (m: MessageView) => {
-        const [g, i] = m.text().split(':') as [string, string];
-        assert.equal(m.messageGroup, g);
-        if ((runningPerGroup.get(g) ?? 0) > 0) overlapInGroup = true;
-        runningPerGroup.set(g, (runningPerGroup.get(g) ?? 0) + 1);
-        peak = Math.max(peak, ++running);
-        log.push({ g, i: Number(i), attempt: m.deliveryAttempt });
-        await sleep(5);
-        running--;
-        runningPerGroup.set(g, runningPerGroup.get(g)! - 1);
-        if (g === 'A' && i === '2' && !failedOnce) {
-          failedOnce = true;
-          return ConsumeResult.FAILURE;
-        }
-        return ConsumeResult.SUCCESS;
-      },
-    });
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        concurrency: 4,
+        listener: async (m: MessageView) => {
+          const [g, i] = m.text().split(':') as [string, string];
+          assert.equal(m.messageGroup, g);
+          if ((runningPerGroup.get(g) ?? 0) > 0) overlapInGroup = true;
+          runningPerGroup.set(g, (runningPerGroup.get(g) ?? 0) + 1);
+          peak = Math.max(peak, ++running);
+          log.push({ g, i: Number(i), attempt: m.deliveryAttempt });
+          await sleep(5);
+          running--;
+          runningPerGroup.set(g, runningPerGroup.get(g)! - 1);
+          if (g === 'A' && i === '2' && !failedOnce) {
+            failedOnce = true;
+            return ConsumeResult.FAILURE;
+          }
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
     await c.start();
     assert.equal(c.fifo, true);
     await waitFor(() => log.length === groups.length * perGroup + 1, 8000, 'all messages');
@@ -219,17 +230,19 @@ describe('PushConsumer', { concurrency: true }, () => {
     await sendN(topic, 1, 'inflight');
     let started = false;
     let finished = false;
-    const c = new PushConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      listener: async () => {
-        started = true;
-        await sleep(400);
-        finished = true;
-        return ConsumeResult.SUCCESS;
-      },
-    });
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        listener: async () => {
+          started = true;
+          await sleep(400);
+          finished = true;
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
     await c.start();
     await waitFor(() => started, 5000, 'listener start');
     const t0 = Date.now();

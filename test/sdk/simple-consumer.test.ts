@@ -8,16 +8,17 @@ import assert from 'node:assert/strict';
 import { Producer, SimpleConsumer, VelaClientError, type MessageView } from '../../src/index.js';
 import { sleep } from '../helpers.js';
 import { FaultProxy } from './fault-proxy.js';
-import { progress, startTestBroker, unique, type TestBroker } from './support.js';
+import { progress, startTestBroker, unique, type TestBroker, use, closeAll } from './support.js';
 
 describe('SimpleConsumer', { concurrency: true }, () => {
   let b: TestBroker;
   let producer: Producer;
   before(async () => {
     b = await startTestBroker();
-    producer = new Producer({ endpoints: b.endpoints });
+    producer = use(new Producer({ endpoints: b.endpoints }));
   });
   after(async () => {
+    await closeAll();
     await producer.close();
     await b.close();
   });
@@ -37,12 +38,14 @@ describe('SimpleConsumer', { concurrency: true }, () => {
 
   test('receive, then ack: consumed for the group', async () => {
     const { topic, group } = await setup(6);
-    const c = new SimpleConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: 'even' },
-      awaitDurationMs: 300,
-    });
+    const c = use(
+      new SimpleConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: 'even' },
+        awaitDurationMs: 300,
+      }),
+    );
     await c.start();
     const got = await c.receive(32, 5000);
     assert.deepEqual(got.map((m) => m.text()).sort(), ['s0', 's2', 's4']);
@@ -58,12 +61,14 @@ describe('SimpleConsumer', { concurrency: true }, () => {
 
   test('changeInvisibleDuration restarts the clock and replaces the receipt handle', async () => {
     const { topic, group } = await setup(1);
-    const c = new SimpleConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      awaitDurationMs: 2000,
-    });
+    const c = use(
+      new SimpleConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        awaitDurationMs: 2000,
+      }),
+    );
     const [m] = await c.receive(1, 10_000);
     assert.ok(m);
     const first = m.receiptHandle;
@@ -86,12 +91,14 @@ describe('SimpleConsumer', { concurrency: true }, () => {
 
   test('messages(): an async iterator that ends on abort, also while long-polling', async () => {
     const { topic, group } = await setup(10);
-    const c = new SimpleConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [topic]: '*' },
-      awaitDurationMs: 5000,
-    });
+    const c = use(
+      new SimpleConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        awaitDurationMs: 5000,
+      }),
+    );
     const ac = new AbortController();
     const seen: MessageView[] = [];
     for await (const m of c.messages({ signal: ac.signal, invisibleDurationMs: 5000, maxMessages: 4 })) {
@@ -122,12 +129,14 @@ describe('SimpleConsumer', { concurrency: true }, () => {
     const proxy = await FaultProxy.start(b.endpoints);
     try {
       proxy.receiveFaults.push('flow-control', 'flow-control', 'flow-control');
-      const c = new SimpleConsumer({
-        endpoints: proxy.endpoints,
-        group,
-        subscriptions: { [topic]: '*' },
-        awaitDurationMs: 1000,
-      });
+      const c = use(
+        new SimpleConsumer({
+          endpoints: proxy.endpoints,
+          group,
+          subscriptions: { [topic]: '*' },
+          awaitDurationMs: 1000,
+        }),
+      );
       const t0 = Date.now();
       const ac = new AbortController();
       for await (const m of c.messages({ signal: ac.signal })) {
@@ -149,11 +158,13 @@ describe('SimpleConsumer', { concurrency: true }, () => {
 
   test('start() fails with typed errors for an unknown group or topic', async () => {
     const { topic } = await setup(0);
-    const noGroup = new SimpleConsumer({
-      endpoints: b.endpoints,
-      group: unique('Nope'),
-      subscriptions: { [topic]: '*' },
-    });
+    const noGroup = use(
+      new SimpleConsumer({
+        endpoints: b.endpoints,
+        group: unique('Nope'),
+        subscriptions: { [topic]: '*' },
+      }),
+    );
     await assert.rejects(
       noGroup.start(),
       (e: VelaClientError) => e.codeName === 'CONSUMER_GROUP_NOT_FOUND' && !e.retriable,
@@ -161,11 +172,13 @@ describe('SimpleConsumer', { concurrency: true }, () => {
     await noGroup.close();
     const group = unique('G');
     await b.running.broker.groups.upsert(group, {});
-    const noTopic = new SimpleConsumer({
-      endpoints: b.endpoints,
-      group,
-      subscriptions: { [unique('NoTopic')]: '*' },
-    });
+    const noTopic = use(
+      new SimpleConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [unique('NoTopic')]: '*' },
+      }),
+    );
     await assert.rejects(noTopic.start(), (e: VelaClientError) => e.codeName === 'TOPIC_NOT_FOUND');
     await noTopic.close();
     assert.throws(

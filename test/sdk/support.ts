@@ -64,3 +64,18 @@ export function progress(b: TestBroker, group: string, topic: string): { infligh
     lag: qs.reduce((a, q) => a + q.lag, 0),
   };
 }
+
+const clients = new Set<{ close(): Promise<void> }>();
+
+/** Register a client so that `closeAll()` closes it even when its test failed half-way. */
+export function use<T extends { close(): Promise<void> }>(client: T): T {
+  clients.add(client);
+  return client;
+}
+
+/** Close every client registered with `use` (idempotent: tests may have closed them already). */
+export async function closeAll(): Promise<void> {
+  const all = [...clients];
+  clients.clear();
+  await Promise.all(all.map((c) => c.close().catch(() => {})));
+}

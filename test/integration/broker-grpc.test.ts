@@ -7,11 +7,10 @@ import assert from 'node:assert/strict';
 import { startBroker, type RunningBroker } from '../../src/server.js';
 import { Code } from '../../src/common/codes.js';
 import { tempDir, sleep } from '../helpers.js';
-import { RawClient } from './raw-client.js';
+import { RawClient, startTestBroker } from './raw-client.js';
 import { fromMillis } from '../../src/protocol/codec.js';
 
 let running: RunningBroker;
-let dir: ReturnType<typeof tempDir>;
 let client: RawClient;
 let seq = 0;
 const unique = (p: string) => `${p}_${process.pid}_${++seq}`;
@@ -29,22 +28,13 @@ async function topicAndGroup(
   return { topic, group };
 }
 
+let close: () => Promise<void>;
+
 before(async () => {
-  dir = tempDir();
-  running = await startBroker({
-    dataDir: dir.path,
-    grpcPort: 0,
-    httpPort: 0,
-    consume: { minInvisibleMs: 100 },
-  });
-  client = new RawClient(`127.0.0.1:${running.grpcPort}`);
+  ({ running, client, close } = await startTestBroker());
 });
 
-after(async () => {
-  client.close();
-  await running.close();
-  dir.cleanup();
-});
+after(() => close());
 
 test('QueryRoute: queue 0 present and read-write, endpoints echo the caller, types from the topic', async () => {
   const { topic } = await topicAndGroup({ fifo: true, queues: 4 });

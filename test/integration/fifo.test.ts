@@ -6,35 +6,25 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startBroker, type RunningBroker } from '../../src/server.js';
 import { tempDir } from '../helpers.js';
-import { RawClient } from './raw-client.js';
+import { RawClient, startTestBroker } from './raw-client.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
 
 let running: RunningBroker;
-let dir: ReturnType<typeof tempDir>;
 let client: RawClient;
 let seq = 0;
 const unique = (p: string) => `${p}_${process.pid}_${++seq}`;
 const sp = (m: Any) => m.system_properties;
 const body = (m: Any) => m.body.toString() as string;
 
+let close: () => Promise<void>;
+
 before(async () => {
-  dir = tempDir();
-  running = await startBroker({
-    dataDir: dir.path,
-    grpcPort: 0,
-    httpPort: 0,
-    consume: { minInvisibleMs: 100 },
-  });
-  client = new RawClient(`127.0.0.1:${running.grpcPort}`);
+  ({ running, client, close } = await startTestBroker());
 });
 
-after(async () => {
-  client.close();
-  await running.close();
-  dir.cleanup();
-});
+after(() => close());
 
 async function setup(
   opts: { fifoTopic?: boolean; orderly?: boolean; retryMaxTimes?: number; queues?: number } = {},

@@ -8,35 +8,25 @@ import { startBroker, type RunningBroker } from '../../src/server.js';
 import { Code } from '../../src/common/codes.js';
 import { allocateAveragely } from '../../src/broker/assignment.js';
 import { tempDir, sleep } from '../helpers.js';
-import { RawClient } from './raw-client.js';
+import { RawClient, startTestBroker } from './raw-client.js';
 import { fromMillis } from '../../src/protocol/codec.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
 
 let running: RunningBroker;
-let dir: ReturnType<typeof tempDir>;
 let client: RawClient;
 let seq = 0;
 const unique = (p: string) => `${p}_${process.pid}_${++seq}`;
 const body = (m: Any) => m.body.toString() as string;
 
+let close: () => Promise<void>;
+
 before(async () => {
-  dir = tempDir();
-  running = await startBroker({
-    dataDir: dir.path,
-    grpcPort: 0,
-    httpPort: 0,
-    consume: { minInvisibleMs: 100 },
-  });
-  client = new RawClient(`127.0.0.1:${running.grpcPort}`);
+  ({ running, client, close } = await startTestBroker());
 });
 
-after(async () => {
-  client.close();
-  await running.close();
-  dir.cleanup();
-});
+after(() => close());
 
 async function setup(queues = 1): Promise<{ topic: string; group: string }> {
   const topic = unique('T');

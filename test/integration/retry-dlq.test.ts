@@ -8,36 +8,25 @@ import { startBroker, type RunningBroker } from '../../src/server.js';
 import { Code } from '../../src/common/codes.js';
 import { fromMillis } from '../../src/protocol/codec.js';
 import { tempDir, captureLogger } from '../helpers.js';
-import { RawClient } from './raw-client.js';
+import { RawClient, startTestBroker } from './raw-client.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
 
 let running: RunningBroker;
-let dir: ReturnType<typeof tempDir>;
 let client: RawClient;
 const logs = captureLogger();
 let seq = 0;
 const unique = (p: string) => `${p}_${process.pid}_${++seq}`;
 const SHORT = { type: 'CUSTOMIZED' as const, next: [300, 600] };
 
+let close: () => Promise<void>;
+
 before(async () => {
-  dir = tempDir();
-  running = await startBroker({
-    dataDir: dir.path,
-    grpcPort: 0,
-    httpPort: 0,
-    logger: logs.logger,
-    consume: { minInvisibleMs: 100 },
-  });
-  client = new RawClient(`127.0.0.1:${running.grpcPort}`);
+  ({ running, client, close } = await startTestBroker({ logger: logs.logger }));
 });
 
-after(async () => {
-  client.close();
-  await running.close();
-  dir.cleanup();
-});
+after(() => close());
 
 async function setup(retryMaxTimes: number): Promise<{ topic: string; group: string }> {
   const topic = unique('T');

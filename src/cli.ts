@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerBrokerCommand } from './cli/broker-command.js';
 import { registerAdminCommands } from './admin/cli/commands.js';
-import { CliError, ExitCode, oneLine } from './cli/cli-error.js';
+import { CliError, ExitCode, oneLine } from './common/cli-error.js';
 
 // package.json is one level up from both src/cli.ts and dist/cli.js.
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

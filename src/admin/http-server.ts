@@ -3,19 +3,10 @@
  * are clients of it. Errors answer with the catalogue's RocketMQ code and an HTTP status to match.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Code } from '../common/codes.js';
+import { Code, codeFacts } from '../common/codes.js';
 import { isVelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { AdminOperations, UpdateGroupInput, UpdateTopicInput } from './operations.js';
-
-function httpStatusOf(code: number): number {
-  if (code === Code.TOO_MANY_REQUESTS) return 429;
-  if (code === Code.FORBIDDEN) return 403;
-  if (code >= 40400 && code < 40500) return 404;
-  if (code >= 40000 && code < 50000) return 400;
-  if (code === Code.NOT_IMPLEMENTED) return 501;
-  return 500;
-}
 
 export interface AdminHttpOptions {
   host: string;
@@ -33,7 +24,7 @@ export async function startAdminHttp(
   app.setErrorHandler((err, _req, reply) => {
     if (isVelaError(err)) {
       void reply
-        .status(httpStatusOf(err.code))
+        .status(codeFacts(err.code).http)
         .send({ code: err.code, error: err.kind, message: err.message });
       return;
     }

@@ -6,46 +6,28 @@
  * The broker's modules are imported only when the command runs, so `vela admin` starts fast.
  */
 import type { Command } from 'commander';
+import { TOP_SCHEMA, type Setting } from '../common/config.js';
 import type { BrokerConfig, BrokerFlags } from './broker-config.js';
 import type { RunningBroker } from '../server.js';
 import type { Logger } from '../common/logger.js';
-import { CliError, ExitCode, oneLine } from './cli-error.js';
+import { CliError, ExitCode, oneLine } from '../common/cli-error.js';
 
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
+/** Flags come from the settings schema (common/config.ts): name, help, variable and default once. */
 export function registerBrokerCommand(program: Command): void {
-  program
+  const cmd = program
     .command('broker')
-    .description('start the broker: gRPC endpoint, admin HTTP API and embedded storage')
-    .option(
-      '--data-dir <dir>',
-      'where messages and state are stored [env VELA_DATA_DIR] (default: ./vela-data)',
-    )
-    .option(
-      '--grpc-port <port[,port…]>',
-      'gRPC port(s): a comma-separated list and/or repeated; 0 picks a free port [env VELA_GRPC_PORT] (default: 8081)',
-      collect,
-    )
-    .option('--http-port <port>', 'admin HTTP port; 0 picks a free port [env VELA_HTTP_PORT] (default: 8082)')
-    .option('--host <address>', 'address to listen on [env VELA_HOST] (default: 127.0.0.1)')
-    .option('--flush <sync|async>', 'flush policy [env VELA_FLUSH] (default: sync)')
+    .description('start the broker: gRPC endpoint, admin HTTP API and embedded storage');
+  for (const s of Object.values(TOP_SCHEMA) as Setting<unknown>[]) {
+    if (!s.flag) continue;
+    const help = `${s.doc.replace(/`/g, '')} [env ${s.env}] (default: ${String(s.default)})`;
+    if (s.kind.type === 'ports') cmd.option(s.flag, `${help}; may be repeated`, collect);
+    else cmd.option(s.flag, help);
+  }
+  cmd
     .option('--config <file>', 'JSON config file [env VELA_CONFIG]')
-    .option(
-      '--auto-create',
-      'create unknown topics and consumer groups on first use (development) [env VELA_AUTO_CREATE]',
-    )
-    .option(
-      '--enable-mixed-message-type',
-      'allow message.type=MIXED topics [env VELA_ENABLE_MIXED_MESSAGE_TYPE]',
-    )
-    .option(
-      '--broker-name <name>',
-      'the broker name clients see in routes [env VELA_BROKER_NAME] (default: broker-0)',
-    )
-    .option(
-      '--log-level <level>',
-      'fatal, error, warn, info, debug, trace or silent [env VELA_LOG_LEVEL] (default: info)',
-    )
+    .option('--auto-create', 'both --auto-create-topics and --auto-create-groups [env VELA_AUTO_CREATE]')
     .action(async (flags: BrokerFlags) => {
       const code = await runBroker(flags);
       // A server process ends here: nothing it started may keep it alive after a clean close.

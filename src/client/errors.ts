@@ -5,28 +5,14 @@
  * and nowhere else; the producer's retrier and the consumers' loops only read the flags.
  */
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { Code, codeName } from '../common/codes.js';
+import { Code, codeForGrpcStatus, codeName, isRetriableCode } from '../common/codes.js';
 
 /**
- * Codes worth trying again: flow control, the broker's internal errors and its timeouts. Everything
- * in the 400xx–431xx range (bad request, not found, forbidden, too large …) fails the same way on
- * every attempt and is thrown at once.
+ * Whether a RocketMQ status code may succeed on another attempt: flow control, the broker's internal
+ * errors and its timeouts. Everything in the 400xx–431xx range (bad request, not found, forbidden,
+ * too large …) fails the same way on every attempt and is thrown at once. A fact of the code table.
  */
-const RETRIABLE_CODES: ReadonlySet<number> = new Set<number>([
-  Code.TOO_MANY_REQUESTS,
-  Code.REQUEST_TIMEOUT,
-  Code.INTERNAL_ERROR,
-  Code.INTERNAL_SERVER_ERROR,
-  Code.HA_NOT_AVAILABLE,
-  Code.PROXY_TIMEOUT,
-  Code.MASTER_PERSISTENCE_TIMEOUT,
-  Code.SLAVE_PERSISTENCE_TIMEOUT,
-]);
-
-/** Whether a RocketMQ status code may succeed on another attempt. */
-export function isRetriableCode(code: number): boolean {
-  return RETRIABLE_CODES.has(code);
-}
+export { isRetriableCode };
 
 export interface VelaClientErrorOptions {
   /** The RPC that failed, e.g. `SendMessage`. */
@@ -95,19 +81,6 @@ export function checkStatus(status: { code?: number; message?: string } | undefi
   if (!isOk(status.code)) throw fromStatus(status, rpc);
 }
 
-/** What a gRPC status means in RocketMQ terms; transport failures not listed are retriable. */
-const TRANSPORT_CODES: Partial<Record<number, number>> = {
-  [GrpcStatus.DEADLINE_EXCEEDED]: Code.REQUEST_TIMEOUT,
-  [GrpcStatus.RESOURCE_EXHAUSTED]: Code.PAYLOAD_TOO_LARGE,
-  [GrpcStatus.UNIMPLEMENTED]: Code.NOT_IMPLEMENTED,
-  [GrpcStatus.UNAUTHENTICATED]: Code.UNAUTHORIZED,
-  [GrpcStatus.PERMISSION_DENIED]: Code.FORBIDDEN,
-  [GrpcStatus.INVALID_ARGUMENT]: Code.BAD_REQUEST,
-  [GrpcStatus.OUT_OF_RANGE]: Code.BAD_REQUEST,
-  [GrpcStatus.NOT_FOUND]: Code.NOT_FOUND,
-  [GrpcStatus.FAILED_PRECONDITION]: Code.PRECONDITION_FAILED,
-};
-
 /**
  * A gRPC error (the call never got a body status): timeouts and lost or refused connections are
  * retriable; size limits, missing methods and authentication failures are not.
@@ -116,9 +89,10 @@ export function fromTransport(err: unknown, rpc: string): VelaClientError {
   if (err instanceof VelaClientError) return err;
   const se = err as Partial<ServiceError>;
   const grpcCode = typeof se?.code === 'number' ? se.code : GrpcStatus.UNKNOWN;
-  const mapped = TRANSPORT_CODES[grpcCode];
+  // Statuses the code table does not claim (UNAVAILABLE, CANCELLED …) are lost or refused connections.
+  const mapped = codeForGrpcStatus(grpcCode);
   const code = mapped ?? Code.INTERNAL_ERROR;
-  const retriable = mapped === undefined || mapped === Code.REQUEST_TIMEOUT;
+  const retriable = mapped === undefined || isRetriableCode(mapped);
   const detail = se?.details || (err as Error)?.message || String(err);
   return new VelaClientError(code, `${rpc} failed in transport (gRPC ${GrpcStatus[grpcCode]}): ${detail}`, {
     rpc,

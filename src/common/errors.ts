@@ -1,83 +1,75 @@
 /**
- * The one error catalogue. Each entry names a failure once: the `apache.rocketmq.v2.Code` the gRPC edge
- * answers with, whether a client may retry, and a default message. Layers throw `VelaError`s built
- * from it; the protocol edge and the SDK map codes through it in one place.
+ * The one catalogue of Vela's named failures. Each kind names a failure once, with the
+ * `apache.rocketmq.v2.Code` it is reported as and a default message; everything else about it
+ * (retriable, HTTP status, gRPC status, CLI exit code) is a fact of that code in `codes.ts`. Layers
+ * throw `VelaError`s built from it; the gRPC edge, the admin API and the CLI map them in one place each.
  */
-import { Code } from './codes.js';
+import { CodeTable, codeFacts, type CodeName, type Code } from './codes.js';
 
 interface CatalogueEntry {
-  readonly code: Code;
-  readonly retriable: boolean;
+  readonly code: CodeName;
   readonly message: string;
 }
 
-function entry(code: Code, retriable: boolean, message: string): CatalogueEntry {
-  return { code, retriable, message };
+function entry(code: CodeName, message: string): CatalogueEntry {
+  return { code, message };
 }
 
 export const ErrorCatalogue = {
   // Storage
   STORE_DISK_FULL: entry(
-    Code.TOO_MANY_REQUESTS,
-    true,
+    'TOO_MANY_REQUESTS',
     'storage is above its disk-use refusal threshold; writes are refused until space is freed',
   ),
-  STORE_CLOSED: entry(Code.INTERNAL_SERVER_ERROR, true, 'the store is closed'),
-  STORE_IO_ERROR: entry(Code.INTERNAL_SERVER_ERROR, true, 'a storage I/O operation failed'),
-  STORE_CORRUPT_RECORD: entry(Code.MESSAGE_CORRUPTED, false, 'a stored record failed its checksum'),
-  STORE_RECORD_TOO_LARGE: entry(Code.PAYLOAD_TOO_LARGE, false, 'the record exceeds the maximum record size'),
-  STORE_LOCKED: entry(Code.INTERNAL_SERVER_ERROR, false, 'the data directory is locked by another process'),
-  STORE_BAD_ARGUMENT: entry(Code.BAD_REQUEST, false, 'invalid argument to the store'),
+  STORE_CLOSED: entry('INTERNAL_SERVER_ERROR', 'the store is closed'),
+  STORE_IO_ERROR: entry('INTERNAL_SERVER_ERROR', 'a storage I/O operation failed'),
+  STORE_CORRUPT_RECORD: entry('MESSAGE_CORRUPTED', 'a stored record failed its checksum'),
+  STORE_RECORD_TOO_LARGE: entry('PAYLOAD_TOO_LARGE', 'the record exceeds the maximum record size'),
+  STORE_LOCKED: entry('PRECONDITION_FAILED', 'the data directory is locked by another process'),
+  STORE_BAD_ARGUMENT: entry('BAD_REQUEST', 'invalid argument to the store'),
+  // Configuration
+  ILLEGAL_CONFIG: entry('BAD_REQUEST', 'illegal configuration'),
   // Names and metadata
-  ILLEGAL_TOPIC: entry(Code.ILLEGAL_TOPIC, false, 'illegal topic name'),
-  ILLEGAL_CONSUMER_GROUP: entry(Code.ILLEGAL_CONSUMER_GROUP, false, 'illegal consumer group name'),
-  TOPIC_NOT_FOUND: entry(Code.TOPIC_NOT_FOUND, false, 'topic not found'),
-  CONSUMER_GROUP_NOT_FOUND: entry(Code.CONSUMER_GROUP_NOT_FOUND, false, 'consumer group not found'),
-  TOPIC_EXISTS: entry(Code.BAD_REQUEST, false, 'topic already exists'),
-  ILLEGAL_TOPIC_CONFIG: entry(Code.BAD_REQUEST, false, 'illegal topic configuration'),
-  ILLEGAL_GROUP_CONFIG: entry(Code.BAD_REQUEST, false, 'illegal consumer group configuration'),
-  FORBIDDEN: entry(Code.FORBIDDEN, false, 'operation not permitted'),
+  ILLEGAL_TOPIC: entry('ILLEGAL_TOPIC', 'illegal topic name'),
+  ILLEGAL_CONSUMER_GROUP: entry('ILLEGAL_CONSUMER_GROUP', 'illegal consumer group name'),
+  TOPIC_NOT_FOUND: entry('TOPIC_NOT_FOUND', 'topic not found'),
+  CONSUMER_GROUP_NOT_FOUND: entry('CONSUMER_GROUP_NOT_FOUND', 'consumer group not found'),
+  TOPIC_EXISTS: entry('BAD_REQUEST', 'topic already exists'),
+  ILLEGAL_TOPIC_CONFIG: entry('BAD_REQUEST', 'illegal topic configuration'),
+  ILLEGAL_GROUP_CONFIG: entry('BAD_REQUEST', 'illegal consumer group configuration'),
+  FORBIDDEN: entry('FORBIDDEN', 'operation not permitted'),
   // Messages
-  ILLEGAL_MESSAGE_TAG: entry(Code.ILLEGAL_MESSAGE_TAG, false, 'illegal message tag'),
-  ILLEGAL_MESSAGE_KEY: entry(Code.ILLEGAL_MESSAGE_KEY, false, 'illegal message key'),
-  ILLEGAL_MESSAGE_GROUP: entry(Code.ILLEGAL_MESSAGE_GROUP, false, 'illegal message group'),
-  ILLEGAL_MESSAGE_PROPERTY_KEY: entry(
-    Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
-    false,
-    'illegal message property key',
-  ),
-  ILLEGAL_MESSAGE_ID: entry(Code.ILLEGAL_MESSAGE_ID, false, 'illegal message id'),
-  ILLEGAL_DELIVERY_TIME: entry(Code.ILLEGAL_DELIVERY_TIME, false, 'illegal delivery time'),
-  MESSAGE_BODY_EMPTY: entry(Code.MESSAGE_BODY_EMPTY, false, 'message body is empty'),
-  MESSAGE_BODY_TOO_LARGE: entry(Code.MESSAGE_BODY_TOO_LARGE, false, 'message body is too large'),
-  MESSAGE_PROPERTIES_TOO_LARGE: entry(
-    Code.MESSAGE_PROPERTIES_TOO_LARGE,
-    false,
-    'message properties are too large',
-  ),
+  ILLEGAL_MESSAGE_TAG: entry('ILLEGAL_MESSAGE_TAG', 'illegal message tag'),
+  ILLEGAL_MESSAGE_KEY: entry('ILLEGAL_MESSAGE_KEY', 'illegal message key'),
+  ILLEGAL_MESSAGE_GROUP: entry('ILLEGAL_MESSAGE_GROUP', 'illegal message group'),
+  ILLEGAL_MESSAGE_PROPERTY_KEY: entry('ILLEGAL_MESSAGE_PROPERTY_KEY', 'illegal message property key'),
+  ILLEGAL_MESSAGE_ID: entry('ILLEGAL_MESSAGE_ID', 'illegal message id'),
+  ILLEGAL_DELIVERY_TIME: entry('ILLEGAL_DELIVERY_TIME', 'illegal delivery time'),
+  MESSAGE_BODY_EMPTY: entry('MESSAGE_BODY_EMPTY', 'message body is empty'),
+  MESSAGE_BODY_TOO_LARGE: entry('MESSAGE_BODY_TOO_LARGE', 'message body is too large'),
+  MESSAGE_PROPERTIES_TOO_LARGE: entry('MESSAGE_PROPERTIES_TOO_LARGE', 'message properties are too large'),
   MESSAGE_TYPE_CONFLICT: entry(
-    Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-    false,
+    'MESSAGE_PROPERTY_CONFLICT_WITH_TYPE',
     "the message's type does not match the topic's message.type",
   ),
-  MESSAGE_CORRUPTED: entry(Code.MESSAGE_CORRUPTED, false, 'malformed message batch'),
+  MESSAGE_CORRUPTED: entry('MESSAGE_CORRUPTED', 'malformed message batch'),
   // Consumption
-  ILLEGAL_FILTER_EXPRESSION: entry(Code.ILLEGAL_FILTER_EXPRESSION, false, 'illegal filter expression'),
-  ILLEGAL_INVISIBLE_TIME: entry(Code.ILLEGAL_INVISIBLE_TIME, false, 'illegal invisible duration'),
-  ILLEGAL_POLLING_TIME: entry(Code.ILLEGAL_POLLING_TIME, false, 'illegal long-polling time'),
-  INVALID_RECEIPT_HANDLE: entry(Code.INVALID_RECEIPT_HANDLE, false, 'invalid receipt handle'),
-  MESSAGE_NOT_FOUND: entry(Code.MESSAGE_NOT_FOUND, false, 'message not found'),
-  ILLEGAL_OFFSET: entry(Code.ILLEGAL_OFFSET, false, 'illegal offset'),
-  OFFSET_NOT_FOUND: entry(Code.OFFSET_NOT_FOUND, false, 'no committed offset'),
+  ILLEGAL_FILTER_EXPRESSION: entry('ILLEGAL_FILTER_EXPRESSION', 'illegal filter expression'),
+  ILLEGAL_INVISIBLE_TIME: entry('ILLEGAL_INVISIBLE_TIME', 'illegal invisible duration'),
+  ILLEGAL_POLLING_TIME: entry('ILLEGAL_POLLING_TIME', 'illegal long-polling time'),
+  INVALID_RECEIPT_HANDLE: entry('INVALID_RECEIPT_HANDLE', 'invalid receipt handle'),
+  MESSAGE_NOT_FOUND: entry('MESSAGE_NOT_FOUND', 'message not found'),
+  ILLEGAL_OFFSET: entry('ILLEGAL_OFFSET', 'illegal offset'),
+  OFFSET_NOT_FOUND: entry('OFFSET_NOT_FOUND', 'no committed offset'),
   // Clients and requests
-  CLIENT_ID_REQUIRED: entry(Code.CLIENT_ID_REQUIRED, false, 'the x-mq-client-id header is required'),
-  UNRECOGNIZED_CLIENT_TYPE: entry(Code.UNRECOGNIZED_CLIENT_TYPE, false, 'unrecognized client type'),
-  BAD_REQUEST: entry(Code.BAD_REQUEST, false, 'bad request'),
-  INVALID_TRANSACTION_ID: entry(Code.INVALID_TRANSACTION_ID, false, 'invalid transaction id'),
-  NOT_IMPLEMENTED: entry(Code.NOT_IMPLEMENTED, false, 'not implemented'),
-  TOO_MANY_REQUESTS: entry(Code.TOO_MANY_REQUESTS, true, 'too many requests'),
+  CLIENT_ID_REQUIRED: entry('CLIENT_ID_REQUIRED', 'the x-mq-client-id header is required'),
+  UNRECOGNIZED_CLIENT_TYPE: entry('UNRECOGNIZED_CLIENT_TYPE', 'unrecognized client type'),
+  BAD_REQUEST: entry('BAD_REQUEST', 'bad request'),
+  INVALID_TRANSACTION_ID: entry('INVALID_TRANSACTION_ID', 'invalid transaction id'),
+  NOT_IMPLEMENTED: entry('NOT_IMPLEMENTED', 'not implemented'),
+  TOO_MANY_REQUESTS: entry('TOO_MANY_REQUESTS', 'too many requests'),
   // Generic
-  INTERNAL: entry(Code.INTERNAL_SERVER_ERROR, true, 'internal error'),
+  INTERNAL: entry('INTERNAL_SERVER_ERROR', 'internal error'),
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorKind = keyof typeof ErrorCatalogue;
@@ -85,15 +77,21 @@ export type ErrorKind = keyof typeof ErrorCatalogue;
 export class VelaError extends Error {
   override readonly name = 'VelaError';
   readonly kind: ErrorKind;
+  /** The `apache.rocketmq.v2.Code` number. */
   readonly code: Code;
-  readonly retriable: boolean;
+  readonly codeName: CodeName;
 
   constructor(kind: ErrorKind, detail?: string, options?: { cause?: unknown }) {
     const e = ErrorCatalogue[kind];
     super(detail ? `${e.message}: ${detail}` : e.message, options);
     this.kind = kind;
-    this.code = e.code;
-    this.retriable = e.retriable;
+    this.codeName = e.code;
+    this.code = CodeTable[e.code].code;
+  }
+
+  /** Whether another attempt may succeed (a fact of the code). */
+  get retriable(): boolean {
+    return codeFacts(this.code).retriable;
   }
 }
 

@@ -3,7 +3,7 @@
  * Node's global fetch and turns every failure into a one-line `CliError`: the server's message and
  * RocketMQ code for an API error, the address and cause when the server cannot be reached.
  */
-import { CliError, ExitCode, usageError } from '../../cli/cli-error.js';
+import { CliError, ExitCode, codeError, usageError } from '../../common/cli-error.js';
 
 /** Where `vela admin` looks for the broker when neither `-n` nor `VELA_ADMIN_ADDR` is given. */
 export const DEFAULT_ADMIN_ADDR = '127.0.0.1:8082';
@@ -70,7 +70,10 @@ export class AdminClient {
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
     } catch (err) {
-      throw new CliError(`cannot reach the Vela admin API at ${this.baseUrl}: ${causeOf(err)}`);
+      throw new CliError(
+        `cannot reach the Vela admin API at ${this.baseUrl}: ${causeOf(err)}`,
+        ExitCode.RETRY_LATER,
+      );
     }
     const text = await res.text();
     let json: unknown;
@@ -86,10 +89,9 @@ export class AdminClient {
       const detail = [e.error, e.code !== undefined ? `code ${e.code}` : `HTTP ${res.status}`]
         .filter(Boolean)
         .join(', ');
-      throw new CliError(
-        `${e.message ?? `HTTP ${res.status} ${res.statusText}`} (${detail})`,
-        ExitCode.FAILURE,
-      );
+      const message = `${e.message ?? `HTTP ${res.status} ${res.statusText}`} (${detail})`;
+      if (e.code !== undefined) throw codeError(message, e.code);
+      throw new CliError(message, res.status >= 500 ? ExitCode.RETRY_LATER : ExitCode.FAILURE);
     }
     return json as T;
   }

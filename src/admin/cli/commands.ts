@@ -6,7 +6,7 @@
  */
 import { Option, type Command } from 'commander';
 import type { GroupView, TopicView } from '../operations.js';
-import { CliError } from '../../cli/cli-error.js';
+import { CliError } from '../../common/cli-error.js';
 import { AdminClient, DEFAULT_ADMIN_ADDR } from './admin-client.js';
 import {
   parseAttributes,

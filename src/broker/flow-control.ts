@@ -6,20 +6,9 @@
  * refusal threshold, which answers the same code.)
  */
 import { VelaError } from '../common/errors.js';
+import type { FlowControlSettings } from '../common/config.js';
 import type { Logger } from '../common/logger.js';
 import type { ConsumeService } from './consume/consume-service.js';
-
-export interface FlowControlOptions {
-  /** Ready (not yet delivered) messages of a topic for one group above which sends are refused. 0: off. @defaultValue 0 */
-  maxReadyBacklog: number;
-  /** @defaultValue 1000 */
-  checkIntervalMs: number;
-}
-
-export const DEFAULT_FLOW_CONTROL: FlowControlOptions = Object.freeze({
-  maxReadyBacklog: 0,
-  checkIntervalMs: 1000,
-});
 
 export class FlowControl {
   private readonly overloaded = new Map<string, { group: string; backlog: number }>();
@@ -27,7 +16,7 @@ export class FlowControl {
 
   constructor(
     private readonly consume: ConsumeService,
-    private readonly o: FlowControlOptions,
+    private readonly o: FlowControlSettings,
     private readonly logger: Logger,
   ) {}
 

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
+import type { ProduceLimits } from '../common/config.js';
 import type { MessageStore, MessageInput } from '../store/index.js';
 import { MessageType, Perm, type TopicConfig } from './metadata.js';
 import { checkTopicName } from './names.js';
@@ -36,24 +37,6 @@ export interface SendReceipt {
   queueOffset: number;
   transactionId?: string;
 }
-
-export interface ProduceLimits {
-  /** @defaultValue 4 MiB */
-  maxBodySize: number;
-  /** @defaultValue 128 */
-  maxUserProperties: number;
-  /** UTF-8 bytes of property keys and values, the tag and the keys together. @defaultValue 16 KiB */
-  maxPropertiesSize: number;
-  /** @defaultValue 64 */
-  maxMessageGroupLength: number;
-}
-
-export const DEFAULT_PRODUCE_LIMITS: ProduceLimits = Object.freeze({
-  maxBodySize: 4 * 1024 * 1024,
-  maxUserProperties: 128,
-  maxPropertiesSize: 16 * 1024,
-  maxMessageGroupLength: 64,
-});
 
 /** Property names RocketMQ reserves for itself (MessageConst); users may not set them. */
 export const RESERVED_PROPERTY_KEYS: ReadonlySet<string> = new Set([

@@ -1,73 +1,395 @@
 /**
- * Options and their defaults, resolved once into frozen objects. Each field documents its default;
- * the CLI, environment variables and the config file use the same names.
+ * Every setting of the broker, once: its name (the `startBroker` option and config-file key), its
+ * command-line flag and environment variable where it has them, its default and what it means. The
+ * defaults object, the types, the resolver, the CLI's flags and the tables of docs/configuration.md
+ * are all derived from the schema below, so they cannot drift apart.
+ *
+ * `resolveConfig` turns a partial input (from code, or from flags / env / file merged by the CLI)
+ * into one frozen, validated config that the broker and its servers consume.
  */
-import type { Clock } from './clock.js';
-import type { Logger } from './logger.js';
+import { VelaError } from './errors.js';
 
 export type FlushPolicy = 'sync' | 'async';
 
-export interface DiskUsage {
-  totalBytes: number;
-  usedBytes: number;
+/** How a setting's value is written and checked. */
+export type SettingKind =
+  | {
+      type: 'number';
+      unit?: 'ms' | 'bytes' | 'ratio' | 'count';
+      min?: number;
+      max?: number;
+      integer?: boolean;
+    }
+  | { type: 'boolean' }
+  | { type: 'string' }
+  | { type: 'port' }
+  | { type: 'ports' }
+  | { type: 'choice'; choices: readonly string[]; label: string };
+
+export interface Setting<T> {
+  readonly default: T;
+  readonly doc: string;
+  readonly kind: SettingKind;
+  /** Command-line flag, e.g. `--data-dir <dir>` (top-level settings only). */
+  readonly flag?: string;
+  /** Environment variable (top-level settings only). */
+  readonly env?: string;
 }
 
-/** Reports how full the file system holding `dir` is. */
-export type DiskUsageProbe = (dir: string) => Promise<DiskUsage>;
-
-export interface StoreOptions {
-  /** Directory holding every file of the store. Required. */
-  dataDir: string;
-  /**
-   * `sync`: an append resolves only after an fsync covers it (group commit).
-   * `async`: an append resolves once written to the OS; fsync runs every `flushIntervalMs`.
-   * @defaultValue 'sync'
-   */
-  flush?: FlushPolicy;
-  /** fsync interval under `async` flush. @defaultValue 500 */
-  flushIntervalMs?: number;
-  /** Bytes per log segment. @defaultValue 268435456 (256 MiB) */
-  segmentSize?: number;
-  /** Entries per queue-index file (24 bytes each). @defaultValue 262144 (6 MiB files) */
-  indexEntriesPerFile?: number;
-  /** How often index entries are written out. @defaultValue 200 */
-  indexFlushIntervalMs?: number;
-  /** How often a recovery checkpoint is written. @defaultValue 1000 */
-  checkpointIntervalMs?: number;
-  /** Segments whose newest record is older than this are deleted. @defaultValue 259200000 (72 h) */
-  retentionMs?: number;
-  /** How often retention runs. @defaultValue 10000 */
-  retentionCheckIntervalMs?: number;
-  /** How often disk use is measured. @defaultValue 1000 */
-  diskCheckIntervalMs?: number;
-  /** Above this disk use, oldest segments are deleted (up to 10 a run) even if not expired. @defaultValue 0.75 */
-  diskCleanupRatio?: number;
-  /** Above this disk use, oldest segments are deleted at once, without the per-run limit. @defaultValue 0.85 */
-  diskForceCleanupRatio?: number;
-  /** Above this disk use, appends are refused (`STORE_DISK_FULL` → TOO_MANY_REQUESTS). @defaultValue 0.9 */
-  diskRefuseRatio?: number;
-  /** Verify each record's checksum when it is read. @defaultValue true */
-  verifyChecksumOnRead?: boolean;
-  /** @defaultValue statfs of `dataDir` */
-  diskUsage?: DiskUsageProbe;
-  /** @defaultValue the system clock */
-  clock?: Clock;
-  /** @defaultValue a silent logger */
-  logger?: Logger;
+function num(
+  def: number,
+  doc: string,
+  unit?: 'ms' | 'bytes' | 'ratio' | 'count',
+  limits: { min?: number; max?: number } = {},
+): Setting<number> {
+  return {
+    default: def,
+    doc,
+    kind: { type: 'number', ...(unit ? { unit } : {}), integer: unit !== 'ratio', ...limits },
+  };
+}
+function bool(def: boolean, doc: string, cli: { flag?: string; env?: string } = {}): Setting<boolean> {
+  return { default: def, doc, kind: { type: 'boolean' }, ...cli };
 }
 
-export const STORE_DEFAULTS = Object.freeze({
-  flush: 'sync' as FlushPolicy,
-  flushIntervalMs: 500,
-  segmentSize: 256 * 1024 * 1024,
-  indexEntriesPerFile: 262_144,
-  indexFlushIntervalMs: 200,
-  checkpointIntervalMs: 1000,
-  retentionMs: 72 * 3600_000,
-  retentionCheckIntervalMs: 10_000,
-  diskCheckIntervalMs: 1000,
-  diskCleanupRatio: 0.75,
-  diskForceCleanupRatio: 0.85,
-  diskRefuseRatio: 0.9,
-  verifyChecksumOnRead: true,
+// ---------------------------------------------------------------------------------------------------
+// The schema
+
+export const STORE_SCHEMA = {
+  flushIntervalMs: num(500, 'fsync interval under `async` flush', 'ms', { min: 1 }),
+  segmentSize: num(256 * 1024 * 1024, 'bytes per commit-log segment', 'bytes', { min: 4096 }),
+  indexEntriesPerFile: num(262_144, 'entries per queue-index file (24 bytes each)', 'count', { min: 16 }),
+  indexFlushIntervalMs: num(200, 'how often index entries are written out', 'ms', { min: 1 }),
+  checkpointIntervalMs: num(1000, 'how often a recovery checkpoint is written', 'ms', { min: 1 }),
+  retentionMs: num(72 * 3600_000, 'segments whose newest record is older than this are deleted', 'ms'),
+  retentionCheckIntervalMs: num(10_000, 'how often retention runs', 'ms', { min: 1 }),
+  diskCheckIntervalMs: num(1000, 'how often disk use is measured', 'ms', { min: 1 }),
+  diskCleanupRatio: num(
+    0.75,
+    'above this disk use, the oldest segments are deleted (up to 10 a run) even if not expired',
+    'ratio',
+    { max: 1 },
+  ),
+  diskForceCleanupRatio: num(0.85, 'above this disk use, the oldest segments are deleted at once', 'ratio', {
+    max: 1,
+  }),
+  diskRefuseRatio: num(
+    0.9,
+    'above this disk use, sends are refused (`TOO_MANY_REQUESTS`) until space is freed',
+    'ratio',
+    { max: 1 },
+  ),
+  verifyChecksumOnRead: bool(true, "verify each record's checksum when it is read"),
+} as const;
+
+export const PRODUCE_SCHEMA = {
+  maxBodySize: num(4 * 1024 * 1024, 'largest message body', 'bytes', { min: 1 }),
+  maxUserProperties: num(128, 'most user properties per message', 'count'),
+  maxPropertiesSize: num(16 * 1024, 'UTF-8 bytes of properties, tag and keys together', 'bytes'),
+  maxMessageGroupLength: num(64, 'longest message group', 'count', { min: 1 }),
+} as const;
+
+export const CONSUME_SCHEMA = {
+  minInvisibleMs: num(10_000, 'smallest invisible duration a receive may ask for', 'ms'),
+  maxInvisibleMs: num(12 * 3600_000, 'largest invisible duration', 'ms', { min: 1 }),
+  autoRenewInvisibleMs: num(
+    60_000,
+    'invisible time the server picks for push consumers, renewed while they live',
+    'ms',
+    { min: 1 },
+  ),
+  renewAheadMs: num(20_000, 'auto-renewed deliveries closer than this to their deadline are extended', 'ms'),
+  renewIntervalMs: num(5000, 'how often auto-renewal runs', 'ms', { min: 1 }),
+  maxPollMs: num(20_000, 'longest long poll', 'ms'),
+  maxBatch: num(32, 'most messages per receive', 'count', { min: 1 }),
+  maxParkedReceives: num(
+    10_000,
+    'receives waiting (long polling) at once, broker-wide; beyond it a receive answers `TOO_MANY_REQUESTS`',
+    'count',
+  ),
+  maxInflightPerGroup: num(
+    200_000,
+    'deliveries in flight per (group, topic); beyond it a receive answers `TOO_MANY_REQUESTS`',
+    'count',
+  ),
+} as const;
+
+export const FLOW_CONTROL_SCHEMA = {
+  maxReadyBacklog: num(
+    0,
+    'when some consumer group has more than this many messages of a topic not yet delivered, sends to that topic answer `TOO_MANY_REQUESTS` (producers back off); `0` turns it off',
+    'count',
+  ),
+  checkIntervalMs: num(
+    1000,
+    'how often the backlog is measured; the refusal clears at the first measurement under the limit',
+    'ms',
+    { min: 1 },
+  ),
+} as const;
+
+export const SECTION_SCHEMAS = {
+  store: STORE_SCHEMA,
+  produce: PRODUCE_SCHEMA,
+  consume: CONSUME_SCHEMA,
+  flowControl: FLOW_CONTROL_SCHEMA,
+} as const;
+export type SectionName = keyof typeof SECTION_SCHEMAS;
+
+export const TOP_SCHEMA = {
+  dataDir: {
+    default: './vela-data',
+    doc: 'data directory (messages, indexes, consumption state)',
+    kind: { type: 'string' },
+    flag: '--data-dir <dir>',
+    env: 'VELA_DATA_DIR',
+  } as Setting<string>,
+  grpcPort: {
+    default: [8081] as readonly number[],
+    doc: 'gRPC port(s); `0` picks a free port',
+    kind: { type: 'ports' },
+    flag: '--grpc-port <port[,port…]>',
+    env: 'VELA_GRPC_PORT',
+  } as Setting<readonly number[]>,
+  httpPort: {
+    default: 8082,
+    doc: 'admin HTTP port (API, console, metrics); `0` picks a free port',
+    kind: { type: 'port' },
+    flag: '--http-port <port>',
+    env: 'VELA_HTTP_PORT',
+  } as Setting<number>,
+  host: {
+    default: '127.0.0.1',
+    doc: 'address both servers listen on',
+    kind: { type: 'string' },
+    flag: '--host <address>',
+    env: 'VELA_HOST',
+  } as Setting<string>,
+  flush: {
+    default: 'sync' as FlushPolicy,
+    doc: 'flush policy: `sync` (fsync before a send is acknowledged) or `async`',
+    kind: { type: 'choice', choices: ['sync', 'async'], label: 'flush policy' },
+    flag: '--flush <sync|async>',
+    env: 'VELA_FLUSH',
+  } as Setting<FlushPolicy>,
+  autoCreateTopics: bool(false, 'create unknown topics on first send or route query (development only)', {
+    flag: '--auto-create-topics',
+    env: 'VELA_AUTO_CREATE_TOPICS',
+  }),
+  autoCreateGroups: bool(false, 'create unknown consumer groups on first use', {
+    flag: '--auto-create-groups',
+    env: 'VELA_AUTO_CREATE_GROUPS',
+  }),
+  enableMixedMessageType: bool(false, 'allow `message.type=MIXED` topics', {
+    flag: '--enable-mixed-message-type',
+    env: 'VELA_ENABLE_MIXED_MESSAGE_TYPE',
+  }),
+  brokerName: {
+    default: 'broker-0',
+    doc: 'broker name clients see in routes',
+    kind: { type: 'string' },
+    flag: '--broker-name <name>',
+    env: 'VELA_BROKER_NAME',
+  } as Setting<string>,
+  logLevel: {
+    default: 'info',
+    doc: 'log level',
+    kind: {
+      type: 'choice',
+      choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      label: 'log level',
+    },
+    flag: '--log-level <level>',
+    env: 'VELA_LOG_LEVEL',
+  } as Setting<string>,
+  shutdownGraceMs: num(5000, 'how long shutdown waits for calls in progress', 'ms'),
+} as const;
+
+// ---------------------------------------------------------------------------------------------------
+// Types and defaults derived from the schema
+
+type ValuesOf<S> = { readonly [K in keyof S]: S[K] extends Setting<infer T> ? T : never };
+
+export type StoreSettings = ValuesOf<typeof STORE_SCHEMA>;
+export type ProduceLimits = ValuesOf<typeof PRODUCE_SCHEMA>;
+export type ConsumeSettings = ValuesOf<typeof CONSUME_SCHEMA>;
+export type FlowControlSettings = ValuesOf<typeof FLOW_CONTROL_SCHEMA>;
+type TopSettings = ValuesOf<typeof TOP_SCHEMA>;
+
+/** The resolved configuration of a broker. */
+export interface VelaConfig extends Omit<TopSettings, 'grpcPort'> {
+  /** Every gRPC port served (0: a free one). */
+  readonly grpcPorts: readonly number[];
+  readonly store: StoreSettings;
+  readonly produce: ProduceLimits;
+  readonly consume: ConsumeSettings;
+  readonly flowControl: FlowControlSettings;
+}
+
+/** What a caller may give: any subset; `grpcPort` may be one port or a list. */
+export type ConfigInput = Partial<Omit<TopSettings, 'grpcPort'>> & {
+  grpcPort?: number | readonly number[];
+  store?: Partial<StoreSettings>;
+  produce?: Partial<ProduceLimits>;
+  consume?: Partial<ConsumeSettings>;
+  flowControl?: Partial<FlowControlSettings>;
+};
+
+function defaultsOf<S extends Record<string, Setting<unknown>>>(schema: S): ValuesOf<S> {
+  return Object.freeze(
+    Object.fromEntries(Object.entries(schema).map(([k, s]) => [k, s.default])),
+  ) as ValuesOf<S>;
+}
+
+export const STORE_DEFAULTS: StoreSettings = defaultsOf(STORE_SCHEMA);
+
+/** The one defaults object. */
+export const DEFAULTS: VelaConfig = deepFreeze({
+  ...(() => {
+    const { grpcPort, ...top } = defaultsOf(TOP_SCHEMA);
+    return { ...top, grpcPorts: grpcPort };
+  })(),
+  store: STORE_DEFAULTS,
+  produce: defaultsOf(PRODUCE_SCHEMA),
+  consume: defaultsOf(CONSUME_SCHEMA),
+  flowControl: defaultsOf(FLOW_CONTROL_SCHEMA),
 });
+
+// ---------------------------------------------------------------------------------------------------
+// Resolution
+
+/** Names where a key's value came from, for error messages (the CLI knows flags, env and files). */
+export type SourceOf = (path: string) => string;
+
+const fromCode: SourceOf = () => 'config';
+
+const KNOWN_TOP = new Set<string>([...Object.keys(TOP_SCHEMA), ...Object.keys(SECTION_SCHEMAS)]);
+
+/**
+ * Defaults under the input, every value checked against its setting's kind; unknown keys are refused
+ * (a misspelt key is an error, not a silently ignored setting). Throws `ILLEGAL_CONFIG`.
+ */
+export function resolveConfig(input: ConfigInput = {}, sourceOf: SourceOf = fromCode): VelaConfig {
+  const raw = input as Record<string, unknown>;
+  for (const k of Object.keys(raw)) {
+    if (raw[k] !== undefined && !KNOWN_TOP.has(k)) {
+      throw unknown(sourceOf(k), k, [...KNOWN_TOP]);
+    }
+  }
+  const top: Record<string, unknown> = {};
+  for (const [k, s] of Object.entries(TOP_SCHEMA) as [string, Setting<unknown>][]) {
+    top[k] = raw[k] === undefined ? s.default : check(raw[k], s.kind, sourceOf(k), k);
+  }
+  const { grpcPort, ...rest } = top;
+  const sections: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(SECTION_SCHEMAS)) {
+    sections[name] = resolveSection(name, schema, raw[name], sourceOf);
+  }
+  const config = { ...rest, grpcPorts: grpcPort, ...sections } as unknown as VelaConfig;
+  crossCheck(config, sourceOf);
+  return deepFreeze(config);
+}
+
+function resolveSection(
+  name: string,
+  schema: Record<string, Setting<unknown>>,
+  value: unknown,
+  sourceOf: SourceOf,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) {
+    throw illegal(sourceOf(name), name, 'must be an object');
+  }
+  const given = (value ?? {}) as Record<string, unknown>;
+  for (const k of Object.keys(given)) {
+    if (given[k] !== undefined && !(k in schema)) {
+      throw unknown(sourceOf(`${name}.${k}`), `${name}.${k}`, Object.keys(schema));
+    }
+  }
+  for (const [k, s] of Object.entries(schema)) {
+    const path = `${name}.${k}`;
+    out[k] = given[k] === undefined ? s.default : check(given[k], s.kind, sourceOf(path), path);
+  }
+  return out;
+}
+
+function check(value: unknown, kind: SettingKind, source: string, path: string): unknown {
+  const bad = (why: string) => illegal(source, path, why);
+  switch (kind.type) {
+    case 'number': {
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw bad('must be a number');
+      const min = kind.min ?? 0;
+      if (value < min) throw bad(`must be ≥ ${min}`);
+      if (kind.max !== undefined && value > kind.max) throw bad(`must be ≤ ${kind.max}`);
+      if (kind.integer && !Number.isInteger(value)) throw bad('must be a whole number');
+      return value;
+    }
+    case 'boolean':
+      if (typeof value !== 'boolean') throw bad('must be true or false');
+      return value;
+    case 'string':
+      if (typeof value !== 'string' || value.trim() === '') throw bad('must be a non-empty string');
+      return value;
+    case 'choice':
+      if (typeof value !== 'string' || !kind.choices.includes(value))
+        throw bad(`unknown ${kind.label} "${String(value)}" (expected ${kind.choices.join(', ')})`);
+      return value;
+    case 'port':
+      return checkPort(value, bad);
+    case 'ports': {
+      const list = Array.isArray(value) ? value : [value];
+      if (list.length === 0) throw bad('at least one port is required');
+      const ports = list.map((p) => checkPort(p, bad));
+      const seen = new Set<number>();
+      for (const p of ports) {
+        if (p !== 0 && seen.has(p)) throw bad(`port ${p} is listed twice`);
+        seen.add(p);
+      }
+      return Object.freeze(ports);
+    }
+  }
+}
+
+function checkPort(value: unknown, bad: (why: string) => VelaError): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 65535) {
+    throw bad(`"${String(value)}" is not a port number (0-65535)`);
+  }
+  return value;
+}
+
+function crossCheck(c: VelaConfig, sourceOf: SourceOf): void {
+  if (c.httpPort !== 0 && c.grpcPorts.includes(c.httpPort)) {
+    throw illegal(
+      sourceOf('httpPort'),
+      'httpPort',
+      `port ${c.httpPort} is given both as a gRPC port and as the HTTP port`,
+    );
+  }
+  const s = c.store;
+  if (!(s.diskCleanupRatio <= s.diskForceCleanupRatio && s.diskForceCleanupRatio <= s.diskRefuseRatio)) {
+    throw illegal(sourceOf('store'), 'store', 'disk ratios must satisfy cleanup ≤ force cleanup ≤ refuse');
+  }
+  if (c.consume.minInvisibleMs > c.consume.maxInvisibleMs) {
+    throw illegal(
+      sourceOf('consume.minInvisibleMs'),
+      'consume.minInvisibleMs',
+      'must not exceed consume.maxInvisibleMs',
+    );
+  }
+}
+
+function illegal(source: string, path: string, why: string): VelaError {
+  return new VelaError('ILLEGAL_CONFIG', `${source}: "${path}" ${why}`);
+}
+
+function unknown(source: string, path: string, known: readonly string[]): VelaError {
+  return new VelaError('ILLEGAL_CONFIG', `${source}: unknown key "${path}" (known: ${known.join(', ')})`);
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}

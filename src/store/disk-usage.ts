@@ -1,6 +1,6 @@
 /** Disk use of the file system holding a directory, as `df` computes it. */
 import { statfs } from 'node:fs/promises';
-import type { DiskUsage } from '../common/config.js';
+import type { DiskUsage } from './options.js';
 
 export async function statfsDiskUsage(dir: string): Promise<DiskUsage> {
   const s = await statfs(dir);

@@ -1,4 +1,4 @@
-/** The storage engine's public surface. */
+/** The storage engine's public surface: `import { MessageStore } from 'vela/store'`. */
 export { MessageStore } from './message-store.js';
 export type {
   AppendResult,
@@ -16,3 +16,8 @@ export { tagHash, keyHash } from './record-codec.js';
 export type { MessageInput, StoredMessage } from './record-codec.js';
 export { planRetention } from './retention.js';
 export type { RetentionPlan, RetentionPolicy, SegmentInfo } from './retention.js';
+export type { StoreOptions, DiskUsage, DiskUsageProbe } from './options.js';
+export { VelaError, isVelaError } from '../common/errors.js';
+export type { ErrorKind } from '../common/errors.js';
+export type { FlushPolicy, StoreSettings } from '../common/config.js';
+export { STORE_DEFAULTS } from '../common/config.js';

@@ -14,12 +14,8 @@
  */
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  STORE_DEFAULTS,
-  type StoreOptions,
-  type FlushPolicy,
-  type DiskUsageProbe,
-} from '../common/config.js';
+import { STORE_DEFAULTS, type FlushPolicy } from '../common/config.js';
+import type { StoreOptions, DiskUsageProbe } from './options.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { VelaError } from '../common/errors.js';
@@ -144,6 +140,7 @@ interface ResolvedStoreOptions {
 function resolve(o: StoreOptions): Readonly<ResolvedStoreOptions> {
   if (!o.dataDir) throw new VelaError('STORE_BAD_ARGUMENT', 'dataDir is required');
   return Object.freeze({
+    flush: 'sync',
     ...STORE_DEFAULTS,
     ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)),
     dataDir: o.dataDir,

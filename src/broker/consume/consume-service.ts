@@ -19,6 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import { VelaError } from '../../common/errors.js';
+import type { ConsumeSettings } from '../../common/config.js';
 import type { Logger } from '../../common/logger.js';
 import type { MessageStore, StoredMessage } from '../../store/index.js';
 import { SerialExecutor } from '../../store/serial-executor.js';
@@ -43,40 +44,8 @@ import {
   RETRY_QUEUES,
 } from './retry-records.js';
 
-export interface ConsumeOptions {
-  /** Smallest invisible duration a receive may ask for. @defaultValue 10000 */
-  minInvisibleMs: number;
-  /** @defaultValue 43200000 (12 h) */
-  maxInvisibleMs: number;
-  /** Invisible time the server picks for auto-renewed (push) receives. @defaultValue 60000 */
-  autoRenewInvisibleMs: number;
-  /** Auto-renewed deliveries closer than this to their deadline are extended. @defaultValue 20000 */
-  renewAheadMs: number;
-  /** @defaultValue 5000 */
-  renewIntervalMs: number;
-  /** Longest long poll. @defaultValue 20000 */
-  maxPollMs: number;
-  /** Most messages per receive. @defaultValue 32 */
-  maxBatch: number;
-  /** Receives parked at once, broker-wide, before new ones get TOO_MANY_REQUESTS. @defaultValue 10000 */
-  maxParkedReceives: number;
-  /** Deliveries in flight per (group, topic) before receives get TOO_MANY_REQUESTS. @defaultValue 200000 */
-  maxInflightPerGroup: number;
-  autoCreateGroups: boolean;
-}
-
-export const DEFAULT_CONSUME_OPTIONS: ConsumeOptions = Object.freeze({
-  minInvisibleMs: 10_000,
-  maxInvisibleMs: 12 * 3600_000,
-  autoRenewInvisibleMs: 60_000,
-  renewAheadMs: 20_000,
-  renewIntervalMs: 5_000,
-  maxPollMs: 20_000,
-  maxBatch: 32,
-  maxParkedReceives: 10_000,
-  maxInflightPerGroup: 200_000,
-  autoCreateGroups: false,
-});
+/** Consumption settings (defaults and meanings in common/config.ts) and the group auto-creation switch. */
+export type ConsumeOptions = ConsumeSettings & { readonly autoCreateGroups: boolean };
 
 export interface ReceiveRequest {
   group: string;

@@ -1,26 +1,22 @@
 /**
  * The composition root: a broker with its gRPC endpoint and admin HTTP API, started in-process.
- * `vela broker` runs exactly this; tests and embedders call `startBroker` directly.
+ * `vela broker` runs exactly this; tests and embedders call `startBroker` directly. The options are
+ * the settings of common/config.ts (resolved once, here) plus run-time dependencies.
  */
-import { Broker, type BrokerOptions } from './broker/broker.js';
+import { Broker, type BrokerDeps } from './broker/broker.js';
 import { GrpcEndpoint } from './protocol/grpc-server.js';
 import { AdminOperations } from './admin/operations.js';
 import { startAdminHttp } from './admin/http-server.js';
+import { resolveConfig, type ConfigInput, type VelaConfig } from './common/config.js';
 import { silentLogger } from './common/logger.js';
 
-export interface StartBrokerOptions extends BrokerOptions {
-  /** Address to listen on. @defaultValue '127.0.0.1' */
-  host?: string;
-  /** gRPC port(s); 0 picks a free one. @defaultValue 8081 */
-  grpcPort?: number | number[];
-  /** Admin HTTP port; 0 picks a free one. @defaultValue 8082 */
-  httpPort?: number;
-  /** How long shutdown waits for calls in progress. @defaultValue 5000 */
-  shutdownGraceMs?: number;
-}
+/** Settings (see docs/configuration.md; `dataDir` is required here) and run-time dependencies. */
+export type StartBrokerOptions = ConfigInput & { dataDir: string } & BrokerDeps;
 
 export interface RunningBroker {
   broker: Broker;
+  /** The resolved configuration the broker runs with. */
+  config: VelaConfig;
   /** The first gRPC port. */
   grpcPort: number;
   grpcPorts: number[];
@@ -31,25 +27,28 @@ export interface RunningBroker {
 }
 
 export async function startBroker(opts: StartBrokerOptions): Promise<RunningBroker> {
-  const logger = opts.logger ?? silentLogger();
-  const host = opts.host ?? '127.0.0.1';
-  const ports = Array.isArray(opts.grpcPort) ? opts.grpcPort : [opts.grpcPort ?? 8081];
-  const broker = await Broker.open({ ...opts, logger });
+  const { clock, logger = silentLogger(), diskUsage, ...input } = opts;
+  const config = resolveConfig(input);
+  const broker = await Broker.open(config, {
+    logger,
+    ...(clock ? { clock } : {}),
+    ...(diskUsage ? { diskUsage } : {}),
+  });
   let grpc: GrpcEndpoint | undefined;
   let http: Awaited<ReturnType<typeof startAdminHttp>> | undefined;
   try {
     grpc = await GrpcEndpoint.start(broker, {
-      host,
-      ports,
-      autoCreateTopics: opts.autoCreateTopics ?? false,
+      host: config.host,
+      ports: [...config.grpcPorts],
+      autoCreateTopics: config.autoCreateTopics,
       logger: logger.child({ module: 'grpc' }),
     });
     const grpcPort = grpc.ports[0]!;
     http = await startAdminHttp(new AdminOperations(broker), {
-      host,
-      port: opts.httpPort ?? 8082,
+      host: config.host,
+      port: config.httpPort,
       logger: logger.child({ module: 'admin' }),
-      grpcAddress: () => `${host}:${grpcPort}`,
+      grpcAddress: () => `${config.host}:${grpcPort}`,
     });
   } catch (err) {
     await grpc?.close(0);
@@ -61,14 +60,15 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
   let closing: Promise<void> | null = null;
   return {
     broker,
+    config,
     grpcPort: g.ports[0]!,
     grpcPorts: g.ports,
     httpPort: h.port,
-    host,
+    host: config.host,
     close: () => {
       if (!closing) {
         closing = (async () => {
-          await g.close(opts.shutdownGraceMs ?? 5000);
+          await g.close(config.shutdownGraceMs);
           await h.app.close();
           await broker.close();
         })();
@@ -77,3 +77,9 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
     },
   };
 }
+
+export { createLogger, silentLogger } from './common/logger.js';
+export type { Logger, LoggerOptions } from './common/logger.js';
+export { DEFAULTS, resolveConfig } from './common/config.js';
+export type { VelaConfig, ConfigInput } from './common/config.js';
+export type { BrokerDeps } from './broker/broker.js';

@@ -6,7 +6,7 @@ import type { Broker } from '../broker/broker.js';
 import { formatRetryPolicy, parseRetryPolicy } from '../broker/retry-policy.js';
 import type { GroupConfig, TopicConfig } from '../broker/metadata.js';
 import { VelaError } from '../common/errors.js';
-import type { StoredMessage } from '../store/index.js';
+import type { BrokerMessage } from '../broker/message.js';
 import { messageTypeOf } from '../broker/produce.js';
 
 export interface TopicView {
@@ -47,7 +47,7 @@ const groupView = (g: GroupConfig): GroupView => ({
   fifoRetryIntervalMs: g.fifoRetryIntervalMs,
 });
 
-function messageView(m: StoredMessage) {
+function messageView(m: BrokerMessage) {
   return {
     messageId: m.messageId,
     topic: m.topic,
@@ -119,7 +119,7 @@ export class AdminOperations {
     const t = this.broker.topics.require(topic);
     const n = Math.max(t.readQueueNums, t.writeQueueNums);
     return Array.from({ length: n }, (_, q) => {
-      const s = this.broker.store.queueState(topic, q);
+      const s = this.broker.queueState(topic, q);
       return {
         brokerName: this.broker.brokerName,
         queueId: q,
@@ -295,7 +295,7 @@ export class AdminOperations {
   }
 
   brokerInfo() {
-    const s = this.broker.store.stats();
+    const s = this.broker.storageStats();
     return {
       brokerName: this.broker.brokerName,
       topics: this.broker.topics.list().length,

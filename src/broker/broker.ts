@@ -5,43 +5,41 @@
  */
 import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import type { StoreOptions, FlushPolicy } from '../common/config.js';
+import { resolveConfig, type ConfigInput, type VelaConfig } from '../common/config.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { VelaError } from '../common/errors.js';
-import { MessageStore, type StoredMessage } from '../store/index.js';
+import { Timers } from '../common/timers.js';
+import { MessageStore, type DiskUsageProbe, type QueueState } from '../store/index.js';
+import type { BrokerMessage } from './message.js';
 import { StateJournal } from './state-journal.js';
 import { TopicRegistry } from './topic-registry.js';
 import { GroupRegistry } from './group-registry.js';
 import { SessionRegistry } from './sessions.js';
-import { ProduceService, DEFAULT_PRODUCE_LIMITS, type ProduceLimits } from './produce.js';
-import { ConsumeService, DEFAULT_CONSUME_OPTIONS, type ConsumeOptions } from './consume/consume-service.js';
+import { ProduceService } from './produce.js';
+import { ConsumeService, type ConsumeOptions } from './consume/consume-service.js';
 import { ReceiptHandles } from './receipt-handle.js';
-import { FlowControl, DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flow-control.js';
+import { FlowControl } from './flow-control.js';
 import { dlqTopicOf, resendRecord } from './consume/retry-records.js';
 import { OffsetStore } from './offsets.js';
 import { PullService } from './pull.js';
 
-export interface BrokerOptions {
-  /** Where everything is stored. Required. */
-  dataDir: string;
-  /** @defaultValue 'sync' */
-  flush?: FlushPolicy;
-  /** The name clients see in routes. @defaultValue 'broker-0' */
-  brokerName?: string;
-  /** Create unknown topics on first send or route query (development only). @defaultValue false */
-  autoCreateTopics?: boolean;
-  /** Create unknown consumer groups on first use (development only). @defaultValue false */
-  autoCreateGroups?: boolean;
-  /** Allow `message.type=MIXED` topics. @defaultValue false */
-  enableMixedMessageType?: boolean;
-  produce?: Partial<ProduceLimits>;
-  consume?: Partial<ConsumeOptions>;
-  flowControl?: Partial<FlowControlOptions>;
-  /** Further storage options (retention, segment size …). */
-  store?: Partial<Omit<StoreOptions, 'dataDir' | 'flush' | 'clock' | 'logger'>>;
+/** What the broker needs at run time besides its settings. */
+export interface BrokerDeps {
+  /** @defaultValue the system clock */
   clock?: Clock;
+  /** @defaultValue a silent logger */
   logger?: Logger;
+  /** @defaultValue statfs of the data directory */
+  diskUsage?: DiskUsageProbe;
+}
+
+/** The store behind each broker, for tests and tools that must look below the broker (src/internal.ts). */
+const stores = new WeakMap<Broker, MessageStore>();
+
+/** @internal The message store of a broker: for tests only, never for the edges. */
+export function storeOf(broker: Broker): MessageStore {
+  return stores.get(broker)!;
 }
 
 export class Broker {
@@ -51,16 +49,14 @@ export class Broker {
   readonly sessions: SessionRegistry;
   readonly produce: ProduceService;
   readonly consume: ConsumeService;
-  readonly limits: ProduceLimits;
-  readonly consumeOptions: ConsumeOptions;
   readonly flow: FlowControl;
   readonly offsets: OffsetStore;
   readonly pull: PullService;
-  private sweepTimer: NodeJS.Timeout | null = null;
+  private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the broker is closing'));
   private closing: Promise<void> | null = null;
 
   private constructor(
-    readonly store: MessageStore,
+    private readonly store: MessageStore,
     private readonly journal: StateJournal,
     parts: {
       topics: TopicRegistry;
@@ -68,14 +64,13 @@ export class Broker {
       sessions: SessionRegistry;
       consume: ConsumeService;
       offsets: OffsetStore;
-      limits: ProduceLimits;
-      consumeOptions: ConsumeOptions;
     },
-    opts: BrokerOptions,
+    readonly config: VelaConfig,
     readonly clock: Clock,
     readonly logger: Logger,
   ) {
-    this.brokerName = opts.brokerName ?? 'broker-0';
+    stores.set(this, store);
+    this.brokerName = config.brokerName;
     this.topics = parts.topics;
     this.groups = parts.groups;
     this.sessions = parts.sessions;
@@ -88,45 +83,41 @@ export class Broker {
       this.sessions,
       this.offsets,
       (g) => this.consume.requireGroup(g),
-      parts.consumeOptions.maxPollMs,
+      config.consume.maxPollMs,
     );
-    this.limits = parts.limits;
-    this.consumeOptions = parts.consumeOptions;
-    this.flow = new FlowControl(
-      this.consume,
-      { ...DEFAULT_FLOW_CONTROL, ...opts.flowControl },
-      logger.child({ module: 'flow' }),
-    );
-    this.produce = new ProduceService(store, this.topics, this.limits, {
-      autoCreateTopics: opts.autoCreateTopics ?? false,
+    this.flow = new FlowControl(this.consume, config.flowControl, logger.child({ module: 'flow' }));
+    this.produce = new ProduceService(store, this.topics, config.produce, {
+      autoCreateTopics: config.autoCreateTopics,
       now: () => clock.now(),
       admit: (topic) => this.flow.admit(topic),
     });
   }
 
-  static async open(opts: BrokerOptions): Promise<Broker> {
-    const clock = opts.clock ?? systemClock;
-    const logger = opts.logger ?? silentLogger();
-    await mkdir(opts.dataDir, { recursive: true });
+  /**
+   * Open (or recover) a broker in `config.dataDir`. A `ConfigInput` is resolved against the defaults
+   * first (common/config.ts); a resolved config is used as it is.
+   */
+  static async open(input: ConfigInput | VelaConfig, deps: BrokerDeps = {}): Promise<Broker> {
+    const config =
+      Object.isFrozen(input) && 'grpcPorts' in input ? input : resolveConfig(input as ConfigInput);
+    const clock = deps.clock ?? systemClock;
+    const logger = deps.logger ?? silentLogger();
+    await mkdir(config.dataDir, { recursive: true });
     const store = await MessageStore.open({
-      ...opts.store,
-      dataDir: join(opts.dataDir, 'store'),
-      flush: opts.flush ?? 'sync',
+      ...config.store,
+      dataDir: join(config.dataDir, 'store'),
+      flush: config.flush,
       clock,
       logger: logger.child({ module: 'store' }),
+      ...(deps.diskUsage ? { diskUsage: deps.diskUsage } : {}),
     });
     try {
       const now = () => clock.now();
-      const limits = { ...DEFAULT_PRODUCE_LIMITS, ...opts.produce };
-      const consumeOptions = {
-        ...DEFAULT_CONSUME_OPTIONS,
-        autoCreateGroups: opts.autoCreateGroups ?? false,
-        ...opts.consume,
-      };
-      const topics = new TopicRegistry(opts.enableMixedMessageType ?? false);
+      const consumeOptions: ConsumeOptions = { ...config.consume, autoCreateGroups: config.autoCreateGroups };
+      const topics = new TopicRegistry(config.enableMixedMessageType);
       const groups = new GroupRegistry();
       const sessions = new SessionRegistry(now);
-      const handles = await ReceiptHandles.load(opts.dataDir);
+      const handles = await ReceiptHandles.load(config.dataDir);
       const consume = new ConsumeService(
         store,
         topics,
@@ -140,8 +131,8 @@ export class Broker {
       const offsets = new OffsetStore(now);
       const journal = await StateJournal.open(
         {
-          dir: join(opts.dataDir, 'state'),
-          flush: opts.flush ?? 'sync',
+          dir: join(config.dataDir, 'state'),
+          flush: config.flush,
           logger: logger.child({ module: 'state' }),
         },
         [topics, groups, consume, offsets],
@@ -150,20 +141,29 @@ export class Broker {
       const broker = new Broker(
         store,
         journal,
-        { topics, groups, sessions, consume, offsets, limits, consumeOptions },
-        opts,
+        { topics, groups, sessions, consume, offsets },
+        config,
         clock,
         logger,
       );
       await consume.start();
       broker.flow.start();
-      broker.sweepTimer = setInterval(() => sessions.sweep(), 5_000);
-      broker.sweepTimer.unref();
+      broker.timers.interval(() => sessions.sweep(), 5_000, { unref: true });
       return broker;
     } catch (err) {
       await store.close();
       throw err;
     }
+  }
+
+  /** The offsets, size and last store time of one queue. */
+  queueState(topic: string, queueId: number): QueueState {
+    return this.store.queueState(topic, queueId);
+  }
+
+  /** Storage figures for brokerStatus. */
+  storageStats(): ReturnType<MessageStore['stats']> {
+    return this.store.stats();
   }
 
   /** Delete a topic's metadata and every group's consumption state for it (messages age out). */
@@ -180,13 +180,13 @@ export class Broker {
   }
 
   /** Messages by id (queryMsgById), newest first. */
-  findMessageById(messageId: string, topic?: string): Promise<StoredMessage[]> {
+  findMessageById(messageId: string, topic?: string): Promise<BrokerMessage[]> {
     if (!messageId) throw new VelaError('ILLEGAL_MESSAGE_ID', 'a message id is required');
     return this.store.findById(messageId, { ...(topic ? { topic } : {}), limit: 32 });
   }
 
   /** Messages by key (queryMsgByKey), newest first. */
-  findMessagesByKey(key: string, topic?: string, limit = 32): Promise<StoredMessage[]> {
+  findMessagesByKey(key: string, topic?: string, limit = 32): Promise<BrokerMessage[]> {
     if (!key) throw new VelaError('ILLEGAL_MESSAGE_KEY', 'a key is required');
     return this.store.findByKey(key, { ...(topic ? { topic } : {}), limit });
   }
@@ -231,7 +231,7 @@ export class Broker {
     group: string,
     offset = 0,
     limit = 32,
-  ): Promise<{ messages: StoredMessage[]; nextOffset: number; maxOffset: number }> {
+  ): Promise<{ messages: BrokerMessage[]; nextOffset: number; maxOffset: number }> {
     this.groups.require(group);
     const dlq = dlqTopicOf(group);
     const r = await this.store.read(dlq, 0, Math.max(offset, this.store.queueState(dlq, 0).minOffset), {
@@ -269,7 +269,7 @@ export class Broker {
   close(): Promise<void> {
     if (!this.closing) {
       this.closing = (async () => {
-        if (this.sweepTimer) clearInterval(this.sweepTimer);
+        this.timers.clear();
         this.flow.stop();
         this.consume.stop();
         this.pull.stop();

@@ -6,7 +6,7 @@
 import type { Resource, Status } from '../protocol/wire-types.js';
 import type { Connection } from './connection.js';
 import { VelaClientError, fromStatus, isOk } from './errors.js';
-import type { Cancel, Timers } from './timers.js';
+import type { Cancel, Timers } from '../common/timers.js';
 import { Code } from '../common/codes.js';
 
 const MAX_ENTRIES = 64;

@@ -17,7 +17,7 @@ import { endpointsKey } from './endpoints.js';
 import { VelaClientError, checkStatus, closedError } from './errors.js';
 import type { ClientConfig } from './options.js';
 import { TelemetrySession } from './telemetry.js';
-import { Timers } from './timers.js';
+import { Timers } from '../common/timers.js';
 
 const LANGUAGE_NODE_JS = 8;
 let instances = 0;
@@ -46,7 +46,7 @@ export abstract class ClientBase {
     protected readonly clientConfig: ClientConfig,
     private readonly kind: string,
   ) {
-    this.timers = new Timers(kind);
+    this.timers = new Timers(() => closedError(kind));
     this.logger = clientConfig.logger.child({ client: kind, clientId: this.clientId });
   }
 

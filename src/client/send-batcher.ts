@@ -8,7 +8,7 @@
  * so each caller still gets its own receipt or its own error.
  */
 import type { PreparedMessage } from './message.js';
-import type { Cancel, Timers } from './timers.js';
+import type { Cancel, Timers } from '../common/timers.js';
 
 /** One caller's message, waiting for its outcome. */
 export interface SendEntry {

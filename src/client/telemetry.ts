@@ -14,7 +14,7 @@ import type { Logger } from '../common/logger.js';
 import type { Settings, TelemetryCommand } from '../protocol/wire-types.js';
 import type { Connection } from './connection.js';
 import { VelaClientError, fromStatus, fromTransport, isOk } from './errors.js';
-import type { Cancel, Timers } from './timers.js';
+import type { Cancel, Timers } from '../common/timers.js';
 
 type Stream = ClientDuplexStream<TelemetryCommand, TelemetryCommand>;
 

@@ -7,7 +7,18 @@ export interface Clock {
   now(): number;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+/**
+ * The wall time at start plus the monotonic time elapsed since: it never jumps when the system clock
+ * is stepped (NTP, a manual change), so a step cannot expire every in-flight message at once or make
+ * retention delete segments early. Deadlines that outlive the process are stored as wall times and
+ * compared with this clock after a restart, which re-reads the wall time once.
+ */
+const wallAtStart = Date.now();
+const monotonicAtStart = performance.now();
+
+export const systemClock: Clock = {
+  now: () => Math.floor(wallAtStart + (performance.now() - monotonicAtStart)),
+};
 
 /** A clock that only moves when told to. */
 export class ManualClock implements Clock {

@@ -1,9 +1,9 @@
 /**
- * Every timer a client starts goes through one `Timers`, so that `close()` can clear them all and no
- * stray callback (a Telemetry re-open, a heartbeat, a backoff) fires or keeps the process alive
- * afterwards. Sleeps are abortable and are woken with an error when the timers are cleared.
+ * Every timer a long-lived object (a client, the broker) starts goes through one `Timers`, so that
+ * `close()` can clear them all and no stray callback (a Telemetry re-open, a heartbeat, a renewal
+ * sweep) fires or keeps the process alive afterwards. Sleeps are abortable and are woken with the
+ * owner's "closed" error when the timers are cleared.
  */
-import { abortReason, closedError } from './errors.js';
 
 export type Cancel = () => void;
 
@@ -19,7 +19,8 @@ export class Timers {
   private readonly sleepers = new Set<(err: unknown) => void>();
   private cleared = false;
 
-  constructor(private readonly owner = 'the client') {}
+  /** @param closedError the error pending sleeps reject with once the timers are cleared */
+  constructor(private readonly closedError: () => Error = () => new Error('closed')) {}
 
   /** Run `fn` once after `ms`. A no-op once cleared. */
   timeout(fn: () => void, ms: number, opts: TimerOptions = {}): Cancel {
@@ -65,7 +66,7 @@ export class Timers {
   /** Resolve after `ms`; reject with the signal's reason on abort, or a closed error on `clear()`. */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
-    if (this.cleared) return Promise.reject(closedError(this.owner));
+    if (this.cleared) return Promise.reject(this.closedError());
     return new Promise<void>((resolve, reject) => {
       const finish = (err?: unknown) => {
         cancel();
@@ -95,8 +96,12 @@ export class Timers {
     this.timeouts.clear();
     this.intervals.clear();
     this.immediates.clear();
-    for (const wake of [...this.sleepers]) wake(closedError(this.owner));
+    for (const wake of [...this.sleepers]) wake(this.closedError());
   }
 }
 
 function noop(): void {}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { ProduceMessage, SendableType } from '../broker/produce.js';
 import { BODY_MD5_PROPERTY, messageTypeOf, SysFlag, TRACE_CONTEXT_PROPERTY } from '../broker/produce.js';
-import type { StoredMessage } from '../store/index.js';
+import type { BrokerMessage } from '../broker/message.js';
 import { fromMillis, toMillis } from './codec.js';
 import {
   WireDigestType,
@@ -63,12 +63,12 @@ export interface DeliveryInfo {
 }
 
 /** The MD5 body digest the official clients require: stored with the message, else computed. */
-export function bodyDigest(m: StoredMessage): string {
+export function bodyDigest(m: BrokerMessage): string {
   return m.properties[BODY_MD5_PROPERTY] ?? createHash('md5').update(m.body).digest('hex').toUpperCase();
 }
 
 /** Hot path (every delivery): plain assignments, no spreads. */
-export function toWireMessage(m: StoredMessage, d: DeliveryInfo): WireMessage {
+export function toWireMessage(m: BrokerMessage, d: DeliveryInfo): WireMessage {
   const { namespace, name } = fromInternal(m.topic);
   const properties = m.properties;
   let user = properties;

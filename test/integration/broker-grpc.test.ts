@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startBroker, type RunningBroker } from '../../src/server.js';
+import { storeOf } from '../../src/internal.js';
 import { Code } from '../../src/common/codes.js';
 import { tempDir, sleep } from '../helpers.js';
 import { RawClient, startTestBroker } from './raw-client.js';
@@ -132,7 +133,9 @@ test('every send validation rule answers its own code and stores nothing', async
     assert.equal(r.status.code, code, what);
   }
   assert.equal(
-    running.broker.store.listQueues().filter((q) => q.topic === topic || q.topic === fifoTopic).length,
+    storeOf(running.broker)
+      .listQueues()
+      .filter((q) => q.topic === topic || q.topic === fifoTopic).length,
     0,
     'nothing was stored',
   );
@@ -149,7 +152,7 @@ test('a batch with good and bad messages: per-entry statuses, MULTIPLE_RESULTS, 
     [Code.OK, Code.ILLEGAL_MESSAGE_TAG],
   );
   assert.equal(
-    running.broker.store
+    storeOf(running.broker)
       .listQueues()
       .filter((q) => q.topic === topic)
       .reduce((a, q) => a + q.maxOffset, 0),

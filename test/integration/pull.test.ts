@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startBroker, type RunningBroker } from '../../src/server.js';
+import { storeOf } from '../../src/internal.js';
 import { Code } from '../../src/common/codes.js';
 import { allocateAveragely } from '../../src/broker/assignment.js';
 import { tempDir, sleep } from '../helpers.js';
@@ -211,15 +212,16 @@ test('a pull below the retained range answers where to continue, not an error th
       dataDir: d.path,
       grpcPort: 0,
       httpPort: 0,
-      store: { segmentSize: 4096, diskUsage: async () => ({ totalBytes: 100, usedBytes: used }) },
+      store: { segmentSize: 4096 },
+      diskUsage: async () => ({ totalBytes: 100, usedBytes: used }),
     });
     await b.broker.topics.upsert('RetT', { readQueueNums: 1, writeQueueNums: 1 });
     await b.broker.groups.upsert('RetG', {});
     const c = new RawClient(`127.0.0.1:${b.grpcPort}`);
     for (let i = 0; i < 20; i++) await c.send('RetT', [{ body: Buffer.alloc(900, i) }]);
     used = 80; // disk pressure: the oldest segments go
-    await b.broker.store.runRetention();
-    const min = b.broker.store.queueState('RetT', 0).minOffset;
+    await storeOf(b.broker).runRetention();
+    const min = storeOf(b.broker).queueState('RetT', 0).minOffset;
     assert.ok(min > 0, 'retention removed the head of the queue');
     const r = await c.pull('RetG', 'RetT', 0, 0);
     assert.equal(r.status.code, Code.ILLEGAL_OFFSET);
@@ -266,7 +268,7 @@ test('resetOffsetByTime: a pull group and a simple-consumer group get the messag
     await client.unary('UpdateOffset', {
       group: { name: group },
       message_queue: { topic: { name: topic }, id: q },
-      offset: running.broker.store.queueState(topic, q).maxOffset,
+      offset: storeOf(running.broker).queueState(topic, q).maxOffset,
     });
   }
   const base = `http://127.0.0.1:${running.httpPort}/api/groups`;
@@ -285,7 +287,7 @@ test('resetOffsetByTime: a pull group and a simple-consumer group get the messag
 
   const again: string[] = [];
   for (const q of [0, 1]) {
-    const end = running.broker.store.queueState(topic, q).maxOffset;
+    const end = storeOf(running.broker).queueState(topic, q).maxOffset;
     const moved = await client.pull(group, topic, q, end);
     assert.equal(
       moved.status.code,

@@ -4,8 +4,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { messagingServiceDefinition, SERVICE_NAME, fromMillis } from '../../src/protocol/codec.js';
-import { startBroker, type RunningBroker, type StartBrokerOptions } from '../../src/server.js';
-import { tempDir } from '../helpers.js';
+import type { RunningBroker, StartBrokerOptions } from '../../src/server.js';
+import { startTestBroker as startHarnessBroker } from '../support/harness.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
@@ -171,30 +171,22 @@ export class RawClient {
 }
 
 /**
- * The broker most integration tests share: in-process, ports 0, a temp data dir, a short minimum
- * invisible time; with a raw client connected to it and a `close()` that tears both down.
+ * The broker most integration tests share (test/support/harness.ts), with a raw client connected to
+ * it and a `close()` that tears both down.
  */
 export async function startTestBroker(options: Partial<StartBrokerOptions> = {}): Promise<{
   running: RunningBroker;
   client: RawClient;
   close: () => Promise<void>;
 }> {
-  const dir = tempDir();
-  const running = await startBroker({
-    dataDir: dir.path,
-    grpcPort: 0,
-    httpPort: 0,
-    consume: { minInvisibleMs: 100 },
-    ...options,
-  });
-  const client = new RawClient(`127.0.0.1:${running.grpcPort}`);
+  const b = await startHarnessBroker(options);
+  const client = new RawClient(b.endpoints);
   return {
-    running,
+    running: b.running,
     client,
     close: async () => {
       client.close();
-      await running.close();
-      dir.cleanup();
+      await b.close();
     },
   };
 }

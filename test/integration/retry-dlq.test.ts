@@ -246,7 +246,8 @@ test('flow control: sends are refused over the backlog threshold and on a full d
       httpPort: 0,
       flowControl: { maxReadyBacklog: 5, checkIntervalMs: 30 },
       consume: { maxParkedReceives: 1 },
-      store: { diskUsage: async () => ({ totalBytes: 100, usedBytes: used }), diskCheckIntervalMs: 20 },
+      store: { diskCheckIntervalMs: 20 },
+      diskUsage: async () => ({ totalBytes: 100, usedBytes: used }),
     });
     const c = new RawClient(`127.0.0.1:${b.grpcPort}`);
     await b.broker.topics.upsert('FT', {});

@@ -4,8 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { SimpleConsumer, type MessageView } from 'rocketmq-client-nodejs';
-import { startBroker, type RunningBroker } from '../../src/server.js';
-import { tempDir } from '../helpers.js';
+import type { RunningBroker } from '../../src/server.js';
+import { startTestBroker } from '../support/harness.js';
 
 /** Invisible time floor for these tests (the broker's default is 10 s). */
 export const MIN_INVISIBLE_MS = 1000;
@@ -18,26 +18,8 @@ export interface InteropBroker {
 }
 
 export async function startInteropBroker(): Promise<InteropBroker> {
-  const dir = tempDir('vela-interop-');
-  const running = await startBroker({
-    dataDir: dir.path,
-    host: '127.0.0.1',
-    grpcPort: 0,
-    httpPort: 0,
-    consume: { minInvisibleMs: MIN_INVISIBLE_MS },
-    shutdownGraceMs: 1000,
-  });
-  return {
-    running,
-    endpoints: `127.0.0.1:${running.grpcPort}`,
-    close: async () => {
-      try {
-        await running.close();
-      } finally {
-        dir.cleanup();
-      }
-    },
-  };
+  const b = await startTestBroker({ consume: { minInvisibleMs: MIN_INVISIBLE_MS } });
+  return { running: b.running, endpoints: b.endpoints, close: b.close };
 }
 
 /** A name no other test uses (topic and group names allow `[%|a-zA-Z0-9_-]`). */

@@ -130,7 +130,7 @@ export async function settingsReply(
         backoff_policy: PRODUCER_BACKOFF,
         publishing: {
           ...s.publishing,
-          max_body_size: broker.limits.maxBodySize,
+          max_body_size: broker.config.produce.maxBodySize,
           validate_message_type: true,
         },
         metric: { on: false },
@@ -152,7 +152,7 @@ export async function settingsReply(
         fifo: group.consumeMessageOrderly,
         receive_batch_size: RECEIVE_BATCH_SIZE,
         long_polling_timeout:
-          s.subscription?.long_polling_timeout ?? fromMillis(broker.consumeOptions.maxPollMs),
+          s.subscription?.long_polling_timeout ?? fromMillis(broker.config.consume.maxPollMs),
       },
       metric: { on: false },
     },

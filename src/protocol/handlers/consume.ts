@@ -52,7 +52,7 @@ export async function receiveMessage(
   const filterType = req.filter_expression?.type === WireFilterType.SQL ? 'SQL' : 'TAG';
   const filter = parseFilter(filterType, req.filter_expression?.expression);
   const now = broker.clock.now();
-  const requested = toMillis(req.long_polling_timeout) ?? broker.consumeOptions.maxPollMs;
+  const requested = toMillis(req.long_polling_timeout) ?? broker.config.consume.maxPollMs;
   const untilDeadline = ctx.deadline === Infinity ? Infinity : ctx.deadline - now - DEADLINE_MARGIN_MS;
   if (untilDeadline <= 0)
     throw new VelaError('ILLEGAL_POLLING_TIME', 'the call deadline leaves no time to poll');

@@ -1,0 +1,8 @@
+/**
+ * The message as the broker hands it to its edges (the gRPC endpoint, the admin API, later the
+ * Remoting endpoint): what was stored, with the topic, queue, offsets and ids the broker assigned.
+ * Edges depend on this type, never on the store's, so the storage format can change under them.
+ */
+import type { StoredMessage } from '../store/index.js';
+
+export type BrokerMessage = Readonly<StoredMessage>;

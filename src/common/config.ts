@@ -153,7 +153,7 @@ export const TOP_SCHEMA = {
   } as Setting<readonly number[]>,
   httpPort: {
     default: 8082,
-    doc: 'admin HTTP port (API, console, metrics); `0` picks a free port',
+    doc: 'admin HTTP port (the API `vela admin` uses); `0` picks a free port',
     kind: { type: 'port' },
     flag: '--http-port <port>',
     env: 'VELA_HTTP_PORT',

@@ -9,6 +9,7 @@ import type { Logger } from '../common/logger.js';
 import { fromMillis, malformedReason, messagingServiceDefinition } from './codec.js';
 import { contextOf, type CallContext } from './context.js';
 import { statusOf } from './status.js';
+import { installGrpcTimeoutClamp } from './grpc-timeout.js';
 import { queryAssignment, queryRoute, type RouteEndpoint } from './handlers/route.js';
 import { sendMessage } from './handlers/send.js';
 import {
@@ -47,6 +48,7 @@ export class GrpcEndpoint {
   ) {}
 
   static async start(broker: Broker, opts: GrpcEndpointOptions): Promise<GrpcEndpoint> {
+    installGrpcTimeoutClamp(); // the Java client's 60×365-day Telemetry deadline (grpc-timeout.ts)
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_LENGTH });
     const ports: number[] = [];
     const endpoint = new GrpcEndpoint(server, ports);

@@ -12,7 +12,7 @@ import { checkGroupName } from '../../broker/names.js';
 import type { GroupConfig } from '../../broker/metadata.js';
 import { ClientType } from '../../broker/sessions.js';
 import { VelaError } from '../../common/errors.js';
-import { fromMillis } from '../codec.js';
+import { fromMillis, toMillis } from '../codec.js';
 import { resourceName, type CallContext } from '../context.js';
 import { fromInternal } from '../namespace.js';
 import { OK_STATUS } from '../status.js';
@@ -100,6 +100,16 @@ export function consumerBackoff(g: GroupConfig, language: string | undefined): R
   return { max_attempts, customized_backoff: { next: p.next.map(fromMillis) } };
 }
 
+/**
+ * The long poll a consumer is told: what it asked for, at most the longest poll the broker holds
+ * (the official proxy always sends its maximum). Clients size their deadlines and shutdown waits
+ * from it: the Go push consumer's GracefulStop can wait request timeout + this value.
+ */
+function longPollingMs(s: Settings, maxPollMs: number): number {
+  const askedMs = toMillis(s.subscription?.long_polling_timeout);
+  return askedMs !== undefined && askedMs > 0 ? Math.min(askedMs, maxPollMs) : maxPollMs;
+}
+
 /** Answer one Settings command: record the session and build the merged reply. */
 export async function settingsReply(
   broker: Broker,
@@ -151,8 +161,7 @@ export async function settingsReply(
         ...s.subscription,
         fifo: group.consumeMessageOrderly,
         receive_batch_size: RECEIVE_BATCH_SIZE,
-        long_polling_timeout:
-          s.subscription?.long_polling_timeout ?? fromMillis(broker.config.consume.maxPollMs),
+        long_polling_timeout: fromMillis(longPollingMs(s, broker.config.consume.maxPollMs)),
       },
       metric: { on: false },
     },

@@ -13,7 +13,18 @@ const EDGES = '(^|/)(protocol|remoting|admin|metrics|dashboard)/';
 const ROOTS = '(^|/)(server|cli|internal)\\.js$|^(\\.\\./)+cli/';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'vela-data/', '.scratch/', '.bench-data/', '.cache/'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'coverage/',
+      'vela-data/',
+      '.scratch/',
+      '.bench-data/',
+      '.cache/',
+      '.interop-cache/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -117,9 +117,21 @@ function hashOf(dir: string, toolchain: string): string {
  * Build into a fresh directory and move it into place, so an interrupted build never looks finished;
  * when another process finished the same build first, its copy is used.
  */
-async function cached(key: string, build: (dir: string) => Promise<void>): Promise<string> {
+async function cached(
+  language: Language,
+  key: string,
+  build: (dir: string) => Promise<void>,
+): Promise<string> {
   const final = join(CACHE_DIR, key);
   if (existsSync(join(final, '.built'))) return final;
+  // Builds of other versions or sources of this language are stale now.
+  if (existsSync(CACHE_DIR)) {
+    for (const name of readdirSync(CACHE_DIR)) {
+      if (name.startsWith(`${language}-`) && !name.includes('.tmp-')) {
+        rmSync(join(CACHE_DIR, name), { recursive: true, force: true });
+      }
+    }
+  }
   mkdirSync(CACHE_DIR, { recursive: true });
   const tmp = join(CACHE_DIR, `${key}.tmp-${process.pid}-${Date.now()}`);
   mkdirSync(tmp);
@@ -148,23 +160,27 @@ async function buildJava(): Promise<ClientProgram> {
   const version = pinned(join(src, 'pom.xml'), /<rocketmq\.client\.version>([^<]+)</, 'rocketmq-client-java');
   const javaVersion = (await must('java -version', 'java', ['-version'])).trim();
   const mavenVersion = (await must('mvn -v', 'mvn', ['-B', '-v'])).split('\n')[0] ?? '';
-  const dir = await cached(`java-${version}-${hashOf(src, javaVersion + mavenVersion)}`, async (out) => {
-    cpSync(join(src, 'pom.xml'), join(out, 'pom.xml'));
-    cpSync(join(src, 'src'), join(out, 'src'), { recursive: true });
-    await must(
-      'Building the Java interop program with Maven',
-      'mvn',
-      [
-        '-B',
-        '-q',
-        `-Dmaven.repo.local=${join(CACHE_DIR, 'm2')}`,
-        'package',
-        'dependency:copy-dependencies',
-        '-DincludeScope=runtime',
-      ],
-      { cwd: out },
-    );
-  });
+  const dir = await cached(
+    'java',
+    `java-${version}-${hashOf(src, javaVersion + mavenVersion)}`,
+    async (out) => {
+      cpSync(join(src, 'pom.xml'), join(out, 'pom.xml'));
+      cpSync(join(src, 'src'), join(out, 'src'), { recursive: true });
+      await must(
+        'Building the Java interop program with Maven',
+        'mvn',
+        [
+          '-B',
+          '-q',
+          `-Dmaven.repo.local=${join(CACHE_DIR, 'm2')}`,
+          'package',
+          'dependency:copy-dependencies',
+          '-DincludeScope=runtime',
+        ],
+        { cwd: out },
+      );
+    },
+  );
   return {
     language: 'java',
     clientVersion: version,
@@ -187,7 +203,7 @@ async function buildGo(): Promise<ClientProgram> {
   const src = join(INTEROP, 'go');
   const version = pinned(join(src, 'go.mod'), /apache\/rocketmq-clients\/golang\/v5 (v[^\s]+)/, 'golang/v5');
   const goVersion = (await must('go version', 'go', ['version'])).trim();
-  const dir = await cached(`go-${version}-${hashOf(src, goVersion)}`, async (out) => {
+  const dir = await cached('go', `go-${version}-${hashOf(src, goVersion)}`, async (out) => {
     await must(
       'Building the Go interop program',
       'go',
@@ -216,7 +232,7 @@ async function buildPython(): Promise<ClientProgram> {
     'rocketmq-python-client',
   );
   const pyVersion = (await must('python3 --version', 'python3', ['--version'])).trim();
-  const dir = await cached(`python-${version}-${hashOf(src, pyVersion)}`, async (out) => {
+  const dir = await cached('python', `python-${version}-${hashOf(src, pyVersion)}`, async (out) => {
     await must('Creating the Python venv (Debian: apt-get install python3-venv)', 'python3', [
       '-m',
       'venv',

@@ -9,9 +9,8 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { Admin, type GroupInput, type TopicMessageType } from '../../../src/client/index.js';
-import { startBroker, type RunningBroker } from '../../../src/server.js';
-import { tempDir } from '../../helpers.js';
-import { MIN_INVISIBLE_MS, progressOf, simpleConsumer, uniqueName, type InteropBroker } from '../support.js';
+import { startTestBroker, uniqueName, type TestBroker } from '../../support/harness.js';
+import { MIN_INVISIBLE_MS, progressOf, simpleConsumer } from '../support.js';
 import { CACHE_DIR, clientProgram, type Language } from './build.js';
 import {
   runProgram,
@@ -128,11 +127,9 @@ export const PLAINTEXT: MatrixMode = { name: 'plaintext', connection: (endpoint)
 export function officialClientMatrix(language: Language, mode: MatrixMode = PLAINTEXT): void {
   const quirks = QUIRKS[language];
   describe(`interop: official ${language} client (${mode.name})`, () => {
-    let dir: ReturnType<typeof tempDir>;
     /** The client's log files: kept after the run (gitignored), replaced by the next run. */
     const logDir = join(CACHE_DIR, 'logs', `${language}-${mode.name}`);
-    let running: RunningBroker;
-    let b: InteropBroker;
+    let b: TestBroker;
     let admin: Admin;
     let runs: Map<string, ScenarioRun>;
     let program: ProgramRun;
@@ -140,19 +137,10 @@ export function officialClientMatrix(language: Language, mode: MatrixMode = PLAI
     before(async () => {
       // Build (or reuse) the program first: a build failure is the clearest message.
       const client = await clientProgram(language);
-      dir = tempDir(`vela-interop-${language}-`);
       rmSync(logDir, { recursive: true, force: true });
       mkdirSync(logDir, { recursive: true });
-      running = await startBroker({
-        dataDir: dir.path,
-        host: '127.0.0.1',
-        grpcPort: 0,
-        httpPort: 0,
-        consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS },
-        shutdownGraceMs: 1000,
-      });
-      b = { running, endpoints: `127.0.0.1:${running.grpcPort}`, close: () => running.close() };
-      admin = new Admin({ url: `http://127.0.0.1:${running.httpPort}` });
+      b = await startTestBroker({ consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS } });
+      admin = new Admin({ url: b.adminUrl });
       runs = new Map();
       for (const [scenario, setup] of Object.entries(SCENARIOS)) {
         const tag = scenario.replace(/-/g, '_');
@@ -169,8 +157,7 @@ export function officialClientMatrix(language: Language, mode: MatrixMode = PLAI
     });
 
     after(async () => {
-      await running?.close();
-      dir?.cleanup();
+      await b?.close();
     });
 
     /** The scenario's result, or a failure that shows why and what the program printed. */

@@ -1,0 +1,208 @@
+/**
+ * Command line of `npm run bench:compare` and the workload sizes it implies: a pure function of argv,
+ * so the sizes and filters can be unit-tested.
+ */
+import { TARGETS, WORKLOADS, type Target, type Workload } from './types.js';
+
+export interface CompareOptions {
+  quick: boolean;
+  json: boolean;
+  /** Install missing Debian packages with apt-get (default on). */
+  install: boolean;
+  targets: Target[];
+  workloads: Workload[];
+  sizes: Record<Workload, WorkloadSize>;
+  /**
+   * Before each workload, wait up to this many seconds for the machine to be idle (other processes
+   * using under a quarter of a core); 0 = never wait.
+   */
+  waitIdleSeconds: number;
+  /** Write V8 CPU profiles of Vela's broker and of every client child here. */
+  cpuProfDir?: string;
+  help: boolean;
+}
+
+export interface WorkloadSize {
+  /** Messages in the measured part (W3: rate × window). */
+  count: number;
+  /** Measured part's time limit, ms (W3: the window). */
+  timeLimitMs: number;
+  /** Untimed sends first. */
+  warmup: number;
+  /** Sends in flight. */
+  inflight: number;
+  /** W3 only. */
+  rate?: number;
+  warmupMs?: number;
+  drainMs?: number;
+}
+
+export const USAGE = `Usage: npm run bench:compare -- [options]
+
+Runs W1a (produce, 1,024 in flight), W1b (produce one at a time), W2 (consume + ack a backlog;
+W2-pull with Vela's PullConsumer) and W3 (end-to-end latency at 5,000 and 20,000 msgs/s) against
+Vela (its SDK and rocketmq-client-nodejs), RabbitMQ, NATS JetStream and Redis Streams, and prints
+one table with Vela's ratio to each peer.
+
+Options:
+  --quick               a short run (smaller counts and windows)
+  --only LIST           targets to run, comma-separated: vela (both Vela rows), vela-sdk,
+                        vela-official, rabbitmq, nats, redis
+  --skip LIST           targets to leave out (same names)
+  --workloads LIST      w1a, w1b, w2, w2pull, w3 (both rates), w3a (5,000/s), w3b (20,000/s)
+  --w3-seconds N        length of each W3 window (default 8, quick 3)
+  --json                print the full report as JSON instead of the table
+  --wait-idle N         before each workload wait up to N s for other processes on the machine
+                        to quiet down (for shared machines; default 0)
+  --cpu-prof DIR        write V8 CPU profiles of Vela's broker and of each client to DIR
+  --no-install          never run apt-get; fail if a server is missing
+  --help                this text`;
+
+/** Targets named on the command line: `vela` stands for both Vela rows. */
+export function parseTargets(list: string): Target[] {
+  const out = new Set<Target>();
+  for (const raw of list.split(',')) {
+    const name = raw.trim().toLowerCase();
+    if (name === '') continue;
+    if (name === 'vela') {
+      out.add('vela-sdk');
+      out.add('vela-official');
+    } else if ((TARGETS as readonly string[]).includes(name)) {
+      out.add(name as Target);
+    } else {
+      throw new Error(`unknown target "${raw}" (known: vela, ${TARGETS.join(', ')})`);
+    }
+  }
+  return TARGETS.filter((t) => out.has(t));
+}
+
+export function parseWorkloads(list: string): Workload[] {
+  const out = new Set<Workload>();
+  for (const raw of list.split(',')) {
+    const name = raw.trim().toLowerCase();
+    if (name === '') continue;
+    if (name === 'w3') {
+      out.add('w3a');
+      out.add('w3b');
+    } else if ((WORKLOADS as readonly string[]).includes(name)) {
+      out.add(name as Workload);
+    } else {
+      throw new Error(`unknown workload "${raw}" (known: ${WORKLOADS.join(', ')}, w3)`);
+    }
+  }
+  return WORKLOADS.filter((w) => out.has(w));
+}
+
+/** Sizes of the default or the quick run; W3's window can be set apart (e.g. a 600 s soak). */
+export function workloadSizes(quick: boolean, w3Seconds?: number): Record<Workload, WorkloadSize> {
+  const windowMs = Math.round((w3Seconds ?? (quick ? 3 : 8)) * 1000);
+  const w3 = (rate: number): WorkloadSize => ({
+    count: Math.round((rate * windowMs) / 1000),
+    timeLimitMs: windowMs,
+    warmup: 0,
+    inflight: 10_000,
+    rate,
+    warmupMs: quick ? 500 : 1000,
+    drainMs: quick ? 3000 : 5000,
+  });
+  const backlog = quick ? 20_000 : 100_000;
+  return {
+    w1a: {
+      count: quick ? 20_000 : 100_000,
+      timeLimitMs: quick ? 6000 : 15_000,
+      warmup: 2000,
+      inflight: 1024,
+    },
+    w1b: { count: quick ? 500 : 3000, timeLimitMs: quick ? 3000 : 8000, warmup: 200, inflight: 1 },
+    w2: { count: backlog, timeLimitMs: quick ? 8000 : 20_000, warmup: 0, inflight: 1024 },
+    w2pull: { count: backlog, timeLimitMs: quick ? 8000 : 20_000, warmup: 0, inflight: 1024 },
+    w3a: w3(5000),
+    w3b: w3(20_000),
+  };
+}
+
+/** Which workloads a target runs: the pull consumer is Vela SDK's alone. */
+export function workloadsFor(target: Target, selected: readonly Workload[]): Workload[] {
+  return selected.filter((w) => w !== 'w2pull' || target === 'vela-sdk');
+}
+
+export function parseArgs(argv: readonly string[]): CompareOptions {
+  let quick = false;
+  let json = false;
+  let install = true;
+  let help = false;
+  let targets: Target[] = [...TARGETS];
+  let workloads: Workload[] = [...WORKLOADS];
+  let w3Seconds: number | undefined;
+  let cpuProfDir: string | undefined;
+  let waitIdleSeconds = 0;
+  const value = (i: number, flag: string): string => {
+    const v = argv[i + 1];
+    if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`);
+    return v;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? arg.split('=', 2) : [arg, undefined];
+    const take = (): string => inline ?? value(i++, flag!);
+    switch (flag) {
+      case '--quick':
+        quick = true;
+        break;
+      case '--json':
+        json = true;
+        break;
+      case '--no-install':
+        install = false;
+        break;
+      case '--help':
+      case '-h':
+        help = true;
+        break;
+      case '--only':
+        targets = parseTargets(take());
+        break;
+      case '--skip': {
+        const skipped = new Set(parseTargets(take()));
+        targets = targets.filter((t) => !skipped.has(t));
+        break;
+      }
+      case '--workloads':
+        workloads = parseWorkloads(take());
+        break;
+      case '--w3-seconds': {
+        const raw = take();
+        w3Seconds = Number(raw);
+        if (!Number.isFinite(w3Seconds) || w3Seconds <= 0)
+          throw new Error(`--w3-seconds: bad value "${raw}"`);
+        break;
+      }
+      case '--wait-idle': {
+        const raw = take();
+        waitIdleSeconds = Number(raw);
+        if (!Number.isFinite(waitIdleSeconds) || waitIdleSeconds < 0) {
+          throw new Error(`--wait-idle: bad value "${raw}"`);
+        }
+        break;
+      }
+      case '--cpu-prof':
+        cpuProfDir = take();
+        break;
+      default:
+        throw new Error(`unknown option "${arg}"\n\n${USAGE}`);
+    }
+  }
+  if (!help && targets.length === 0) throw new Error('no target left to run');
+  if (!help && workloads.length === 0) throw new Error('no workload selected');
+  return {
+    quick,
+    json,
+    install,
+    help,
+    targets,
+    workloads,
+    sizes: workloadSizes(quick, w3Seconds),
+    waitIdleSeconds,
+    ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
+  };
+}

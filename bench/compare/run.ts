@@ -1,0 +1,287 @@
+/**
+ * Side-by-side comparison (not a test): `npm run bench:compare -- [--quick] [--only …] [--json]`.
+ *
+ * For each target it starts a fresh server on 127.0.0.1 (Vela in a child process with sync flush;
+ * RabbitMQ, NATS JetStream and Redis from Debian's packages, installed when missing), runs every
+ * workload in its own client process, reads the server's CPU time and RSS from /proc over each
+ * measured part, stops the server, and finally prints one table with Vela's ratio to each peer.
+ * Everything it started is stopped on the way out, also after a failure or Ctrl-C.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensurePackages, machineInfo, versions } from './environment.js';
+import { USAGE, parseArgs, workloadsFor, type CompareOptions } from './options.js';
+import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
+import { renderTable } from './table.js';
+import { machineBusyUs } from './proc-stat.js';
+import { delay, killAllNow, stopAll } from './servers/managed-process.js';
+import { startNats } from './servers/nats.js';
+import { startRabbitMq } from './servers/rabbitmq.js';
+import { startRedis } from './servers/redis.js';
+import type { RunningServer } from './servers/server.js';
+import { startVela } from './servers/vela.js';
+import {
+  TARGET_TITLES,
+  type ClientResult,
+  type CompareReport,
+  type Target,
+  type Workload,
+  type WorkloadError,
+  type WorkloadResult,
+  type WorkloadSpec,
+} from './types.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLIENT = fileURLToPath(new URL('./client/main.ts', import.meta.url));
+const BODY_SIZE = 1024;
+const log = (s: string) => process.stderr.write(`${s}\n`);
+
+let currentClient: ChildProcess | undefined;
+let interrupted = false;
+
+function startServer(target: Target, opts: CompareOptions): Promise<RunningServer> {
+  switch (target) {
+    case 'vela-sdk':
+    case 'vela-official':
+      return startVela({ label: target, ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}) });
+    case 'rabbitmq':
+      return startRabbitMq();
+    case 'nats':
+      return startNats();
+    case 'redis':
+      return startRedis();
+  }
+}
+
+/** Run one workload in a client child; CPU and RSS of the server are read at its BEGIN and END. */
+function runClient(
+  spec: WorkloadSpec,
+  server: RunningServer,
+  opts: CompareOptions,
+  budgetMs: number,
+): Promise<WorkloadResult> {
+  return new Promise((resolvePromise, reject) => {
+    const prof = opts.cpuProfDir
+      ? [
+          '--cpu-prof',
+          '--cpu-prof-dir',
+          opts.cpuProfDir,
+          '--cpu-prof-name',
+          `client-${spec.target}-${spec.workload}.cpuprofile`,
+        ]
+      : [];
+    const child = spawn(process.execPath, [...prof, '--import', 'tsx', CLIENT, JSON.stringify(spec)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    currentClient = child;
+    let begin: { cpuUs: number; machineUs: number; at: number } | undefined;
+    let end: { cpuUs: number; rssBytes: number; machineUs: number; at: number } | undefined;
+    let result: ClientResult | undefined;
+    let error: string | undefined;
+    let rssPeak = 0;
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, server.usage().rssBytes);
+    }, 250);
+    const watchdog = setTimeout(() => {
+      error = `client still running after ${Math.round(budgetMs / 1000)} s: killed`;
+      child.kill('SIGKILL');
+    }, budgetMs);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line === 'BEGIN') begin = { ...server.usage(), machineUs: machineBusyUs(), at: performance.now() };
+      else if (line === 'END') end = { ...server.usage(), machineUs: machineBusyUs(), at: performance.now() };
+      else if (line.startsWith('RESULT ')) result = JSON.parse(line.slice(7)) as ClientResult;
+      else if (line.startsWith('ERROR ')) error = JSON.parse(line.slice(6)) as string;
+    });
+    child.once('exit', (code, signal) => {
+      clearInterval(sampler);
+      clearTimeout(watchdog);
+      currentClient = undefined;
+      if (result && begin && end) {
+        rssPeak = Math.max(rssPeak, end.rssBytes);
+        const serverCpuUs = end.cpuUs - begin.cpuUs;
+        const elapsedUs = (end.at - begin.at) * 1000;
+        const otherUs = end.machineUs - begin.machineUs - serverCpuUs - result.clientCpuUs;
+        resolvePromise({
+          ...result,
+          serverCpuUs,
+          serverRssPeak: rssPeak,
+          serverRssEnd: end.rssBytes,
+          otherCores: elapsedUs > 0 ? Math.max(0, otherUs / elapsedUs) : 0,
+        });
+      } else {
+        reject(new Error(error ?? `client exited (${signal ?? code}) without a result`));
+      }
+    });
+  });
+}
+
+function specFor(
+  target: Target,
+  workload: Workload,
+  server: RunningServer,
+  opts: CompareOptions,
+): WorkloadSpec {
+  const size = opts.sizes[workload];
+  return {
+    workload,
+    target,
+    port: server.port,
+    ...(server.adminPort !== undefined ? { adminPort: server.adminPort } : {}),
+    // Letters, digits and underscores suit every peer's naming rules.
+    queue: `compare_${workload}_${randomBytes(4).toString('hex')}`,
+    count: size.count,
+    timeLimitMs: size.timeLimitMs,
+    inflight: size.inflight,
+    warmup: size.warmup,
+    ...(size.rate !== undefined ? { rate: size.rate } : {}),
+    ...(size.warmupMs !== undefined ? { warmupMs: size.warmupMs } : {}),
+    ...(size.drainMs !== undefined ? { drainMs: size.drainMs } : {}),
+    bodySize: BODY_SIZE,
+  };
+}
+
+/** How long a client may take at most: its limit, a backlog fill, warm-up, start-up and close. */
+function budgetFor(spec: WorkloadSpec): number {
+  const fill = spec.workload === 'w2' || spec.workload === 'w2pull' ? 180_000 : 0;
+  return spec.timeLimitMs + (spec.warmupMs ?? 0) + (spec.drainMs ?? 0) + fill + 120_000;
+}
+
+function summaryLine(r: WorkloadResult): string {
+  const parts = [`${r.workload.padEnd(6)} ${fmtInt(r.rate).padStart(7)} msgs/s`];
+  if (r.latency)
+    parts.push(
+      `p50 ${fmtMs(r.latency.p50)} ms, p99 ${fmtMs(r.latency.p99)} ms, max ${fmtMs(r.latency.max)} ms`,
+    );
+  if (r.sendRate !== undefined) parts.push(`sent ${fmtInt(r.sendRate)}/s, missing ${fmtInt(r.missing ?? 0)}`);
+  const s = perMessage(r.serverCpuUs, r.ok);
+  const c = perMessage(r.clientCpuUs, r.ok);
+  if (s !== undefined && c !== undefined) parts.push(`CPU/msg broker ${fmtUs(s)} µs, client ${fmtUs(c)} µs`);
+  if (r.failed) parts.push(`${fmtInt(r.failed)} failed (${r.firstError ?? '?'})`);
+  if (r.timeLimited) parts.push('time limit');
+  if (r.drained === false) parts.push('NOT DRAINED');
+  parts.push(`others used ${r.otherCores.toFixed(2)} cores`);
+  return `  ${parts.join('; ')}`;
+}
+
+/**
+ * Wait (up to `maxSeconds`) until processes other than ours use under a quarter of a core, measured
+ * over 2 s while our server is idle; returns the last measurement, in cores.
+ */
+async function waitIdle(maxSeconds: number, server: RunningServer): Promise<number> {
+  const until = performance.now() + maxSeconds * 1000;
+  for (;;) {
+    const m0 = machineBusyUs();
+    const s0 = server.usage().cpuUs;
+    const t0 = performance.now();
+    await delay(2000);
+    const others = (machineBusyUs() - m0 - (server.usage().cpuUs - s0)) / ((performance.now() - t0) * 1000);
+    if (others < 0.25 || performance.now() >= until) return others;
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  if (opts.help) {
+    console.log(USAGE);
+    return;
+  }
+  if (opts.cpuProfDir) {
+    opts.cpuProfDir = resolve(opts.cpuProfDir);
+    mkdirSync(opts.cpuProfDir, { recursive: true });
+  }
+  const started = performance.now();
+  const args = process.argv.slice(2).join(' ');
+  const report: CompareReport = {
+    command: `npm run bench:compare${args ? ` -- ${args}` : ''}`,
+    machine: machineInfo(),
+    versions: {},
+    targets: opts.targets,
+    workloads: opts.workloads,
+    results: [],
+    errors: [],
+    serverRssPeak: {},
+    seconds: 0,
+  };
+  log(
+    `bench:compare${opts.quick ? ' (quick)' : ''}: ${opts.targets.join(', ')}; ${opts.workloads.join(', ')}`,
+  );
+  log(`${report.machine.cores} × ${report.machine.cpuModel}, load ${report.machine.loadAverageAtStart}`);
+  ensurePackages(opts.targets, opts.install, log);
+  report.versions = versions(opts.targets);
+
+  for (const target of opts.targets) {
+    if (interrupted) break;
+    log(`\n${TARGET_TITLES[target]}: starting the server …`);
+    let server: RunningServer;
+    try {
+      server = await startServer(target, opts);
+    } catch (err) {
+      log(`  could not start: ${String(err)}`);
+      for (const w of workloadsFor(target, opts.workloads)) {
+        report.errors.push({
+          target,
+          workload: w,
+          error: `server did not start: ${String(err).split('\n')[0]}`,
+        });
+      }
+      continue;
+    }
+    let peak = server.usage().rssBytes;
+    try {
+      for (const workload of workloadsFor(target, opts.workloads)) {
+        if (interrupted) break;
+        const spec = specFor(target, workload, server, opts);
+        if (opts.waitIdleSeconds > 0) {
+          const others = await waitIdle(opts.waitIdleSeconds, server);
+          if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
+        }
+        try {
+          const r = await runClient(spec, server, opts, budgetFor(spec));
+          report.results.push(r);
+          peak = Math.max(peak, r.serverRssPeak);
+          log(summaryLine(r));
+        } catch (err) {
+          const e: WorkloadError = { target, workload, error: (err as Error).message };
+          report.errors.push(e);
+          log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
+        }
+      }
+    } finally {
+      report.serverRssPeak[target] = peak;
+      await server.stop();
+      log(`  stopped (peak RSS ${fmtInt(peak / 1024 ** 2)} MiB)`);
+    }
+  }
+  report.seconds = (performance.now() - started) / 1000;
+  if (interrupted) return;
+  if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else process.stdout.write(`\n${renderTable(report)}\n`);
+}
+
+async function interrupt(signal: NodeJS.Signals): Promise<void> {
+  if (interrupted) return;
+  interrupted = true;
+  log(`\n${signal}: stopping everything that was started …`);
+  currentClient?.kill('SIGKILL');
+  await stopAll();
+  process.exit(130);
+}
+
+process.on('SIGINT', (s) => void interrupt(s));
+process.on('SIGTERM', (s) => void interrupt(s));
+process.on('exit', () => killAllNow());
+
+main().then(
+  () => process.exit(0),
+  async (err) => {
+    log(`bench:compare failed: ${(err as Error)?.stack ?? String(err)}`);
+    currentClient?.kill('SIGKILL');
+    await stopAll();
+    process.exit(1);
+  },
+);

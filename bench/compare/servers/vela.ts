@@ -1,0 +1,49 @@
+/**
+ * Vela in a child process (Node, running the sources under tsx like the other benchmarks), sync
+ * flush, data in a temp dir. With `cpuProfDir` the broker writes a V8 CPU profile there on exit.
+ */
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ManagedProcess, waitReady } from './managed-process.js';
+import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './server.js';
+
+const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
+
+export async function startVela(options: { cpuProfDir?: string; label: string }): Promise<RunningServer> {
+  const dir = privateDir('vela');
+  const log = join(dir, 'server.log');
+  const prof = options.cpuProfDir
+    ? [
+        '--cpu-prof',
+        '--cpu-prof-dir',
+        options.cpuProfDir,
+        '--cpu-prof-name',
+        `broker-${options.label}.cpuprofile`,
+      ]
+    : [];
+  const proc = new ManagedProcess(
+    'vela-broker',
+    process.execPath,
+    [...prof, '--import', 'tsx', CHILD, join(dir, 'data')],
+    { cwd: fileURLToPath(new URL('../../..', import.meta.url)), logFile: log, stdoutPipe: true },
+  );
+  let ports: [number, number] | undefined;
+  createInterface({ input: proc.child.stdout! }).on('line', (line) => {
+    const [word, g, h] = line.split(' ');
+    if (word === 'READY') ports = [Number(g), Number(h)];
+  });
+  try {
+    await waitReady(proc, async () => ports !== undefined, 60_000, log);
+  } catch (err) {
+    await stopAndRemove([proc], dir).catch(() => {});
+    throw err;
+  }
+  return {
+    port: ports![0],
+    adminPort: ports![1],
+    dir,
+    usage: () => sumUsage([proc]),
+    stop: () => stopAndRemove([proc], dir),
+  };
+}

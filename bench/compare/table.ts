@@ -1,0 +1,287 @@
+/**
+ * The comparison table: one row per figure, one column per target, then Vela's ratio to each peer
+ * (Vela's figure ÷ the peer's, for the SDK and for the official client). Pure: report in, Markdown out.
+ */
+import { fmtInt, fmtMiB, fmtMs, fmtRatio, fmtUs, perMessage, ratio } from './stats.js';
+import {
+  TARGET_TITLES,
+  isVela,
+  type CompareReport,
+  type Target,
+  type Workload,
+  type WorkloadResult,
+} from './types.js';
+
+export interface Metric {
+  label: string;
+  /** Whether a higher or a lower figure is better (ratios are always Vela ÷ peer). */
+  better: 'higher' | 'lower';
+  workload: Workload;
+  /** What a peer without `workload` is compared on (W2-pull is compared with the peers' W2). */
+  peerWorkload?: Workload;
+  value: (r: WorkloadResult) => number | undefined;
+  format: (v: number) => string;
+}
+
+const rate = (r: WorkloadResult) => r.rate;
+const serverCpu = (r: WorkloadResult) => perMessage(r.serverCpuUs, r.ok);
+const clientCpu = (r: WorkloadResult) => perMessage(r.clientCpuUs, r.ok);
+
+function w3Metrics(workload: Workload, title: string): Metric[] {
+  return [
+    { label: `${title}: consumed, msgs/s`, better: 'higher', workload, value: rate, format: fmtInt },
+    {
+      label: `${title}: p50 latency, ms`,
+      better: 'lower',
+      workload,
+      value: (r) => r.latency?.p50,
+      format: fmtMs,
+    },
+    {
+      label: `${title}: p99 latency, ms`,
+      better: 'lower',
+      workload,
+      value: (r) => r.latency?.p99,
+      format: fmtMs,
+    },
+    {
+      label: `${title}: max latency, ms`,
+      better: 'lower',
+      workload,
+      value: (r) => r.latency?.max,
+      format: fmtMs,
+    },
+    { label: `${title}: broker CPU, µs/msg`, better: 'lower', workload, value: serverCpu, format: fmtUs },
+  ];
+}
+
+export const METRICS: readonly Metric[] = [
+  {
+    label: 'W1a produce, 1,024 in flight, msgs/s',
+    better: 'higher',
+    workload: 'w1a',
+    value: rate,
+    format: fmtInt,
+  },
+  { label: 'W1a broker CPU, µs/msg', better: 'lower', workload: 'w1a', value: serverCpu, format: fmtUs },
+  { label: 'W1a client CPU, µs/msg', better: 'lower', workload: 'w1a', value: clientCpu, format: fmtUs },
+  {
+    label: 'W1b produce one at a time, msgs/s',
+    better: 'higher',
+    workload: 'w1b',
+    value: rate,
+    format: fmtInt,
+  },
+  {
+    label: 'W1b p50 latency, ms',
+    better: 'lower',
+    workload: 'w1b',
+    value: (r) => r.latency?.p50,
+    format: fmtMs,
+  },
+  {
+    label: 'W1b p99 latency, ms',
+    better: 'lower',
+    workload: 'w1b',
+    value: (r) => r.latency?.p99,
+    format: fmtMs,
+  },
+  {
+    label: 'W2 consume + ack of a backlog, msgs/s',
+    better: 'higher',
+    workload: 'w2',
+    value: rate,
+    format: fmtInt,
+  },
+  { label: 'W2 broker CPU, µs/msg', better: 'lower', workload: 'w2', value: serverCpu, format: fmtUs },
+  { label: 'W2 client CPU, µs/msg', better: 'lower', workload: 'w2', value: clientCpu, format: fmtUs },
+  {
+    label: 'W2-pull (Vela PullConsumer; peers: their W2), msgs/s',
+    better: 'higher',
+    workload: 'w2pull',
+    peerWorkload: 'w2',
+    value: rate,
+    format: fmtInt,
+  },
+  {
+    label: 'W2-pull broker CPU, µs/msg',
+    better: 'lower',
+    workload: 'w2pull',
+    peerWorkload: 'w2',
+    value: serverCpu,
+    format: fmtUs,
+  },
+  {
+    label: 'W2-pull client CPU, µs/msg',
+    better: 'lower',
+    workload: 'w2pull',
+    peerWorkload: 'w2',
+    value: clientCpu,
+    format: fmtUs,
+  },
+  ...w3Metrics('w3a', 'W3 at 5,000 msgs/s'),
+  ...w3Metrics('w3b', 'W3 at 20,000 msgs/s'),
+];
+
+/** Whether a W3 run kept up: everything sent arrived and ≥ 95 % of the asked rate was consumed. */
+export function keptUp(r: WorkloadResult): boolean {
+  if (r.targetRate === undefined) return true;
+  return (r.missing ?? 0) === 0 && r.rate >= 0.95 * r.targetRate && (r.sendRate ?? 0) >= 0.95 * r.targetRate;
+}
+
+/** Footnotes collected while rendering: one per (target, workload) that needs explaining. */
+class Notes {
+  readonly lines: string[] = [];
+  private readonly index = new Map<string, number>();
+
+  ref(key: string, text: string): string {
+    let n = this.index.get(key);
+    if (n === undefined) {
+      this.lines.push(text);
+      n = this.lines.length;
+      this.index.set(key, n);
+    }
+    return ` [${n}]`;
+  }
+}
+
+function noteFor(r: WorkloadResult): string | undefined {
+  const parts: string[] = [];
+  if (r.failed > 0) {
+    parts.push(
+      `${fmtInt(r.failed)} of ${fmtInt(r.ok + r.failed)} failed` +
+        (r.firstError ? ` (first error: ${r.firstError.slice(0, 160)})` : ''),
+    );
+  }
+  if (r.targetRate !== undefined && !keptUp(r)) {
+    parts.push(
+      `did not keep up with ${fmtInt(r.targetRate)} msgs/s: sent ${fmtInt(r.sendRate ?? 0)}/s, consumed ` +
+        `${fmtInt(r.rate)}/s` +
+        ((r.missing ?? 0) > 0
+          ? `, ${fmtInt(r.missing!)} sent messages had not arrived at the end (latencies are lower bounds)`
+          : ''),
+    );
+  } else if (r.timeLimited) {
+    parts.push(`stopped at the time limit after ${fmtInt(r.ok)} messages`);
+  }
+  if (r.drained === false) parts.push('the server still held un-acked messages afterwards');
+  return parts.length ? parts.join('; ') : undefined;
+}
+
+function find(report: CompareReport, target: Target, workload: Workload): WorkloadResult | undefined {
+  return report.results.find((r) => r.target === target && r.workload === workload);
+}
+
+function errorOf(report: CompareReport, target: Target, workload: Workload): string | undefined {
+  return report.errors.find((e) => e.target === target && e.workload === workload)?.error;
+}
+
+/** The figure a metric takes for a target (peers fall back to `peerWorkload`). */
+export function figure(report: CompareReport, metric: Metric, target: Target): number | undefined {
+  const w = !isVela(target) && metric.peerWorkload ? metric.peerWorkload : metric.workload;
+  const r = find(report, target, w);
+  return r ? metric.value(r) : undefined;
+}
+
+function cell(report: CompareReport, metric: Metric, target: Target, notes: Notes): string {
+  const ownWorkload = !isVela(target) && metric.peerWorkload ? undefined : metric.workload;
+  if (ownWorkload === undefined) {
+    const v = figure(report, metric, target);
+    return v === undefined ? '–' : `(${metric.format(v)})`;
+  }
+  const r = find(report, target, ownWorkload);
+  if (!r) {
+    const err = errorOf(report, target, ownWorkload);
+    return err
+      ? `error${notes.ref(`${target}/${ownWorkload}`, `${TARGET_TITLES[target]}, ${ownWorkload}: ${err}`)}`
+      : '–';
+  }
+  const v = metric.value(r);
+  let text = v === undefined ? '–' : metric.format(v);
+  const lowerBound = r.targetRate !== undefined && (r.missing ?? 0) > 0 && metric.better === 'lower';
+  if (lowerBound && v !== undefined && metric.label.includes('latency')) text = `≥ ${text}`;
+  const note = noteFor(r);
+  if (note)
+    text += notes.ref(`${target}/${ownWorkload}`, `${TARGET_TITLES[target]}, ${ownWorkload}: ${note}`);
+  return text;
+}
+
+function ratioCell(report: CompareReport, metric: Metric, peer: Target, velas: Target[]): string {
+  const peerValue = figure(report, metric, peer);
+  const parts = velas.map((v) => {
+    const r = ratio(figure(report, metric, v), peerValue);
+    return r === undefined ? '–' : fmtRatio(r);
+  });
+  return parts.join(' / ');
+}
+
+const escape = (s: string) => s.replace(/\|/g, '\\|');
+
+/** The whole table with its header lines and notes, as Markdown. */
+export function renderTable(report: CompareReport): string {
+  const { machine } = report;
+  const targets = report.targets;
+  const velas = targets.filter(isVela);
+  const peers = targets.filter((t) => !isVela(t));
+  const notes = new Notes();
+  const velaLabel = velas.map((v) => (v === 'vela-sdk' ? 'SDK' : 'official')).join(' / ');
+  const head = [
+    'figure',
+    ...targets.map((t) => TARGET_TITLES[t]),
+    ...(velas.length ? peers.map((p) => `Vela ÷ ${TARGET_TITLES[p].split(' ')[0]} (${velaLabel})`) : []),
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  const metrics = METRICS.filter((m) => report.workloads.includes(m.workload));
+  for (const m of metrics) {
+    // A row needs a target with a figure (or an error) of its own workload, not only peers' fallbacks.
+    const own = (t: Target) => isVela(t) || !m.peerWorkload;
+    if (
+      !targets.some((t) => own(t) && (figure(report, m, t) !== undefined || errorOf(report, t, m.workload)))
+    ) {
+      continue;
+    }
+    const row = [
+      `${m.label} ${m.better === 'higher' ? '↑' : '↓'}`,
+      ...targets.map((t) => cell(report, m, t, notes)),
+      ...(velas.length ? peers.map((p) => ratioCell(report, m, p, velas)) : []),
+    ];
+    lines.push(`| ${row.map(escape).join(' | ')} |`);
+  }
+  const rss = [
+    'broker peak RSS, MiB ↓',
+    ...targets.map((t) => (report.serverRssPeak[t] !== undefined ? fmtMiB(report.serverRssPeak[t]!) : '–')),
+    ...(velas.length
+      ? peers.map((p) =>
+          velas
+            .map((v) => {
+              const r = ratio(report.serverRssPeak[v], report.serverRssPeak[p]);
+              return r === undefined ? '–' : fmtRatio(r);
+            })
+            .join(' / '),
+        )
+      : []),
+  ];
+  lines.push(`| ${rss.join(' | ')} |`);
+
+  const header = [
+    `Measured ${machine.date} on ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, ` +
+      `Linux ${machine.kernel}, Node ${machine.node}; load average at start ${machine.loadAverageAtStart}. ` +
+      `Run took ${fmtInt(report.seconds)} s.`,
+    `Command: \`${report.command}\``,
+    `Versions: ${Object.entries(report.versions)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}.`,
+    '↑ higher is better, ↓ lower is better; ratios are Vela ÷ peer. Figures in parentheses are what a ' +
+      'Vela-only row is compared with.',
+  ];
+  const others = report.results.map((r) => r.otherCores);
+  if (others.length) {
+    const mean = others.reduce((a, b) => a + b, 0) / others.length;
+    header.push(
+      `Other processes on the machine used ${mean.toFixed(2)} cores on average during the measured parts ` +
+        `(at most ${Math.max(...others).toFixed(2)}).`,
+    );
+  }
+  const footer = notes.lines.map((n, i) => `[${i + 1}] ${n}`);
+  return [...header, '', ...lines, ...(footer.length ? ['', ...footer] : [])].join('\n');
+}

@@ -1,0 +1,261 @@
+/**
+ * The pure parts of `npm run bench:compare` (bench/compare): percentiles, ratios, the command line,
+ * /proc parsing and the table. Nothing here is timed.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fmtMs, fmtRatio, percentile, perMessage, ratio, summarize } from '../../bench/compare/stats.js';
+import { parseArgs, parseTargets, workloadSizes, workloadsFor } from '../../bench/compare/options.js';
+import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
+import { keptUp, renderTable } from '../../bench/compare/table.js';
+import type { CompareReport, WorkloadResult } from '../../bench/compare/types.js';
+
+describe('bench:compare statistics', () => {
+  test('nearest-rank percentiles', () => {
+    const sorted = Array.from({ length: 100 }, (_, i) => i + 1); // 1 … 100
+    assert.equal(percentile(sorted, 50), 50);
+    assert.equal(percentile(sorted, 99), 99);
+    assert.equal(percentile(sorted, 100), 100);
+    assert.equal(percentile(sorted, 0), 1);
+    assert.equal(percentile([7], 99), 7);
+    assert.equal(percentile([1, 2, 3], 50), 2);
+    assert.equal(percentile([1, 2, 3, 4], 50), 2);
+    assert.equal(percentile([], 50), undefined);
+    assert.throws(() => percentile(sorted, 101), RangeError);
+  });
+
+  test('summarize sorts a copy numerically and reports p50 / p99 / max / mean', () => {
+    const values = [10, 2, 1000, 3, 1];
+    const s = summarize(values)!;
+    assert.deepEqual(values, [10, 2, 1000, 3, 1], 'input untouched');
+    assert.equal(s.count, 5);
+    assert.equal(s.p50, 3); // numeric order, not string order ("1000" < "2")
+    assert.equal(s.p99, 1000);
+    assert.equal(s.max, 1000);
+    assert.equal(s.mean, 203.2);
+    assert.equal(summarize([]), undefined);
+  });
+
+  test('ratios are Vela ÷ peer and undefined without a usable peer figure', () => {
+    assert.equal(ratio(7300, 63_800)?.toFixed(3), '0.114');
+    assert.equal(ratio(30_000, 15_000), 2);
+    assert.equal(ratio(1, 0), undefined);
+    assert.equal(ratio(undefined, 5), undefined);
+    assert.equal(ratio(5, undefined), undefined);
+    assert.equal(ratio(Number.NaN, 5), undefined);
+    assert.equal(perMessage(1_000_000, 10_000), 100);
+    assert.equal(perMessage(5, 0), undefined);
+  });
+
+  test('formatting', () => {
+    assert.equal(fmtRatio(0.114), '0.11×');
+    assert.equal(fmtRatio(1.52), '1.5×');
+    assert.equal(fmtRatio(23.6), '24×');
+    assert.equal(fmtMs(0.214), '0.21');
+    assert.equal(fmtMs(12.34), '12.3');
+    assert.equal(fmtMs(1712.4), '1,712');
+  });
+});
+
+describe('bench:compare command line', () => {
+  test('defaults: every target and workload, full sizes', () => {
+    const o = parseArgs([]);
+    assert.deepEqual(o.targets, ['vela-sdk', 'vela-official', 'rabbitmq', 'nats', 'redis']);
+    assert.deepEqual(o.workloads, ['w1a', 'w1b', 'w2', 'w2pull', 'w3a', 'w3b']);
+    assert.equal(o.quick, false);
+    assert.equal(o.json, false);
+    assert.equal(o.install, true);
+    assert.equal(o.sizes.w1a.inflight, 1024);
+    assert.equal(o.sizes.w1b.inflight, 1);
+    assert.equal(o.sizes.w3a.rate, 5000);
+    assert.equal(o.sizes.w3b.rate, 20_000);
+  });
+
+  test('--only, --skip and --workloads filter; "vela" means both Vela rows; order stays canonical', () => {
+    assert.deepEqual(parseArgs(['--only', 'rabbitmq,vela']).targets, [
+      'vela-sdk',
+      'vela-official',
+      'rabbitmq',
+    ]);
+    assert.deepEqual(parseArgs(['--only=nats']).targets, ['nats']);
+    assert.deepEqual(parseArgs(['--skip', 'vela-official,redis']).targets, ['vela-sdk', 'rabbitmq', 'nats']);
+    assert.deepEqual(parseArgs(['--workloads', 'w3,w1a']).workloads, ['w1a', 'w3a', 'w3b']);
+    assert.throws(() => parseTargets('kafka'), /unknown target "kafka"/);
+    assert.throws(() => parseArgs(['--only', 'redis', '--skip', 'redis']), /no target left/);
+    assert.throws(() => parseArgs(['--only']), /--only needs a value/);
+    assert.throws(() => parseArgs(['--fast']), /unknown option "--fast"/);
+    assert.throws(() => parseArgs(['--w3-seconds', '-1']), /bad value/);
+  });
+
+  test('--quick is smaller; the W3 window sets W3 counts; only Vela SDK runs the pull consumer', () => {
+    const full = workloadSizes(false);
+    const quick = parseArgs(['--quick', '--json', '--no-install']);
+    assert.ok(quick.quick && quick.json && !quick.install);
+    for (const w of ['w1a', 'w1b', 'w2', 'w3a'] as const) {
+      assert.ok(quick.sizes[w].count < full[w].count, w);
+      assert.ok(quick.sizes[w].timeLimitMs < full[w].timeLimitMs, w);
+    }
+    const soak = workloadSizes(false, 600);
+    assert.equal(soak.w3a.timeLimitMs, 600_000);
+    assert.equal(soak.w3a.count, 3_000_000);
+    assert.deepEqual(workloadsFor('vela-sdk', ['w2', 'w2pull']), ['w2', 'w2pull']);
+    assert.deepEqual(workloadsFor('rabbitmq', ['w2', 'w2pull']), ['w2']);
+    assert.deepEqual(workloadsFor('vela-official', ['w2pull']), []);
+  });
+});
+
+describe('bench:compare /proc parsing', () => {
+  // A command name with spaces and parentheses, as /proc shows them.
+  const line = (pid: number, ppid: number, utime: number, stime: number, rss: number, state = 'S') =>
+    `${pid} (we (ird) name) ${state} ${ppid} ${pid} ${pid} 0 -1 4194560 100 0 0 0 ${utime} ${stime} 3 4 20 0 1 0 ` +
+    `${5000 + pid} 123456 ${rss} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0`;
+
+  test('fields after a command name with spaces and parentheses', () => {
+    const p = parseStat(line(42, 7, 150, 50, 2560));
+    assert.equal(p.pid, 42);
+    assert.equal(p.comm, 'we (ird) name');
+    assert.equal(p.state, 'S');
+    assert.equal(p.ppid, 7);
+    assert.equal(p.utime, 150);
+    assert.equal(p.stime, 50);
+    assert.equal(p.cutime, 3);
+    assert.equal(p.cstime, 4);
+    assert.equal(p.starttime, 5042);
+    assert.equal(p.rss, 2560);
+    assert.throws(() => parseStat('garbage'), /not a \/proc stat line/);
+  });
+
+  test('a tree is the roots and their descendants; usage sums CPU and RSS', () => {
+    const all = [
+      parseStat(line(10, 1, 100, 0, 10)), // root
+      parseStat(line(11, 10, 200, 100, 20)), // child
+      parseStat(line(12, 11, 0, 0, 30)), // grandchild
+      parseStat(line(20, 1, 999, 999, 999)), // unrelated
+    ];
+    assert.deepEqual(
+      descendants(all, [10])
+        .map((p) => p.pid)
+        .sort(),
+      [10, 11, 12],
+    );
+    assert.deepEqual(descendants(all, [99]), []);
+    // ticks: (100+0+3+4) + (200+100+3+4) + (0+0+3+4) = 421 at 100 Hz → 4.21 s
+    const u = treeUsage(descendants(all, [10]), 100, 4096);
+    assert.equal(u.cpuUs, 4_210_000);
+    assert.equal(u.rssBytes, 60 * 4096);
+  });
+
+  test('machine busy time from /proc/stat excludes idle and iowait', () => {
+    const stat = 'cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n';
+    assert.deepEqual(parseMachineBusy(stat), { busy: 161, total: 1181 });
+    assert.throws(() => parseMachineBusy('intr 1 2 3'), /aggregate cpu line/);
+  });
+});
+
+describe('bench:compare table', () => {
+  const base = {
+    failed: 0,
+    timeLimited: false,
+    serverRssPeak: 0,
+    serverRssEnd: 0,
+    otherCores: 0,
+  };
+  const result = (
+    r: Partial<WorkloadResult> & Pick<WorkloadResult, 'target' | 'workload'>,
+  ): WorkloadResult => ({
+    ...base,
+    ok: 100_000,
+    seconds: 1,
+    rate: 0,
+    clientCpuUs: 1_000_000,
+    serverCpuUs: 2_000_000,
+    ...r,
+  });
+  const report = (results: WorkloadResult[]): CompareReport => ({
+    command: 'npm run bench:compare',
+    machine: {
+      date: '2026-11-23 12:00 UTC',
+      cores: 2,
+      cpuModel: 'Test CPU',
+      memoryGiB: 24,
+      kernel: '6.1',
+      node: 'v20.20.2',
+      loadAverageAtStart: '0.10 0.10 0.10',
+    },
+    versions: { RabbitMQ: '3.10.8' },
+    targets: ['vela-sdk', 'vela-official', 'rabbitmq'],
+    workloads: ['w1a', 'w2', 'w2pull', 'w3a'],
+    results,
+    errors: [{ target: 'vela-official', workload: 'w2', error: 'server did not start' }],
+    serverRssPeak: { 'vela-sdk': 200 * 1024 * 1024, rabbitmq: 100 * 1024 * 1024 },
+    seconds: 300,
+  });
+
+  test('figures, Vela ÷ peer ratios (SDK / official), peers compared on W2 for W2-pull, notes', () => {
+    const md = renderTable(
+      report([
+        result({ target: 'vela-sdk', workload: 'w1a', rate: 30_000 }),
+        result({
+          target: 'vela-official',
+          workload: 'w1a',
+          rate: 2500,
+          failed: 1024,
+          firstError: 'DEADLINE_EXCEEDED',
+        }),
+        result({ target: 'rabbitmq', workload: 'w1a', rate: 15_000 }),
+        result({ target: 'vela-sdk', workload: 'w2', rate: 7300 }),
+        result({ target: 'rabbitmq', workload: 'w2', rate: 63_800 }),
+        result({ target: 'vela-sdk', workload: 'w2pull', rate: 127_600 }),
+        result({
+          target: 'vela-sdk',
+          workload: 'w3a',
+          rate: 4400,
+          targetRate: 5000,
+          sendRate: 5000,
+          missing: 10,
+          latency: { count: 1, p50: 1700, p99: 2900, max: 3000, mean: 1800 },
+        }),
+        result({
+          target: 'rabbitmq',
+          workload: 'w3a',
+          rate: 5000,
+          targetRate: 5000,
+          sendRate: 5000,
+          missing: 0,
+          latency: { count: 1, p50: 1.9, p99: 5, max: 215, mean: 2 },
+        }),
+      ]),
+    );
+    const row = (label: string) => md.split('\n').find((l) => l.startsWith(`| ${label}`)) ?? '';
+    assert.match(md, /on 2 cores \(Test CPU\)/);
+    assert.match(md, /Command: `npm run bench:compare`/);
+    assert.match(row('W1a produce'), /\| 30,000 \| 2,500 \[1\] \| 15,000 \| 2\.0× \/ 0\.17× \|$/);
+    assert.match(
+      md,
+      /\[1\] Vela \+ rocketmq-client-nodejs, w1a: 1,024 of 101,024 failed \(first error: DEADLINE_EXCEEDED\)/,
+    );
+    // CPU per message: 2 s / 100,000 = 20 µs broker, 10 µs client.
+    assert.match(row('W1a broker CPU'), /\| 20\.0 \| 20\.0 \[1\] \| 20\.0 \| 1\.0× \/ 1\.0× \|$/);
+    assert.match(row('W2 consume'), /\| 7,300 \| error \[2\] \| 63,800 \| 0\.11× \/ – \|$/);
+    assert.match(md, /\[2\] Vela \+ rocketmq-client-nodejs, w2: server did not start/);
+    // The pull consumer is compared with the peer's W2; the peer's figure is shown in parentheses.
+    assert.match(row('W2-pull (Vela'), /\| 127,600 \| – \| \(63,800\) \| 2\.0× \/ – \|$/);
+    // A W3 that fell behind: latencies are lower bounds, with a note.
+    assert.match(row('W3 at 5,000 msgs/s: p99'), /\| ≥ 2,900 \[3\] \| – \| 5\.00 \| 580× \/ – \|$/);
+    assert.match(
+      md,
+      /did not keep up with 5,000 msgs\/s: sent 5,000\/s, consumed 4,400\/s, 10 sent messages/,
+    );
+    assert.match(row('broker peak RSS'), /\| 200 \| – \| 100 \| 2\.0× \/ – \|$/);
+  });
+
+  test('keptUp: everything arrived and ≥ 95 % of the asked rate was sent and consumed', () => {
+    const w3 = (rate: number, sendRate: number, missing: number) =>
+      result({ target: 'nats', workload: 'w3b', rate, sendRate, missing, targetRate: 20_000 });
+    assert.equal(keptUp(w3(19_900, 20_000, 0)), true);
+    assert.equal(keptUp(w3(18_000, 20_000, 0)), false);
+    assert.equal(keptUp(w3(19_900, 15_000, 0)), false);
+    assert.equal(keptUp(w3(19_900, 20_000, 1)), false);
+    assert.equal(keptUp(result({ target: 'nats', workload: 'w1a' })), true);
+  });
+});

@@ -22,7 +22,7 @@ import { delay, killAllNow, stopAll } from './servers/managed-process.js';
 import { startNats } from './servers/nats.js';
 import { startRabbitMq } from './servers/rabbitmq.js';
 import { startRedis } from './servers/redis.js';
-import type { RunningServer } from './servers/server.js';
+import { removeAllDirs, type RunningServer } from './servers/server.js';
 import { startVela } from './servers/vela.js';
 import {
   TARGET_TITLES,
@@ -269,12 +269,16 @@ async function interrupt(signal: NodeJS.Signals): Promise<void> {
   log(`\n${signal}: stopping everything that was started …`);
   currentClient?.kill('SIGKILL');
   await stopAll();
+  removeAllDirs();
   process.exit(130);
 }
 
 process.on('SIGINT', (s) => void interrupt(s));
 process.on('SIGTERM', (s) => void interrupt(s));
-process.on('exit', () => killAllNow());
+process.on('exit', () => {
+  killAllNow();
+  removeAllDirs();
+});
 
 main().then(
   () => process.exit(0),
@@ -282,6 +286,7 @@ main().then(
     log(`bench:compare failed: ${(err as Error)?.stack ?? String(err)}`);
     currentClient?.kill('SIGKILL');
     await stopAll();
+    removeAllDirs();
     process.exit(1);
   },
 );

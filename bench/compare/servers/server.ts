@@ -18,9 +18,19 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** A fresh private directory under the OS temp dir. */
+const dirs = new Set<string>();
+
+/** A fresh private directory under the OS temp dir (removed by `stopAndRemove` or `removeAllDirs`). */
 export function privateDir(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), `vela-compare-${prefix}-`));
+  const dir = mkdtempSync(join(tmpdir(), `vela-compare-${prefix}-`));
+  dirs.add(dir);
+  return dir;
+}
+
+/** Remove every directory still registered (from an exit handler, after the processes are gone). */
+export function removeAllDirs(): void {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  dirs.clear();
 }
 
 /** A port free on 127.0.0.1 right now (the server binds it a moment later). */
@@ -52,6 +62,7 @@ export async function stopAndRemove(procs: ManagedProcess[], dir: string): Promi
   const errors: unknown[] = [];
   for (const p of procs) await p.stop().catch((e) => errors.push(e));
   rmSync(dir, { recursive: true, force: true });
+  dirs.delete(dir);
   if (errors.length) throw errors[0];
 }
 

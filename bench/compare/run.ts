@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensurePackages, machineInfo, versions } from './environment.js';
 import { USAGE, parseArgs, workloadsFor, type CompareOptions } from './options.js';
@@ -41,6 +41,9 @@ const BODY_SIZE = 1024;
 const log = (s: string) => process.stderr.write(`${s}\n`);
 
 let currentClient: ChildProcess | undefined;
+
+/** Microseconds on the monotonic clock that V8 CPU profiles use too. */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 let interrupted = false;
 
 function startServer(target: Target, opts: CompareOptions): Promise<RunningServer> {
@@ -66,13 +69,7 @@ function runClient(
 ): Promise<WorkloadResult> {
   return new Promise((resolvePromise, reject) => {
     const prof = opts.cpuProfDir
-      ? [
-          '--cpu-prof',
-          '--cpu-prof-dir',
-          opts.cpuProfDir,
-          '--cpu-prof-name',
-          `client-${spec.target}-${spec.workload}.cpuprofile`,
-        ]
+      ? ['--cpu-prof', '--cpu-prof-dir', join(opts.cpuProfDir, `client-${spec.target}-${spec.workload}`)]
       : [];
     const child = spawn(process.execPath, [...prof, '--import', 'tsx', CLIENT, JSON.stringify(spec)], {
       cwd: ROOT,
@@ -92,8 +89,8 @@ function runClient(
       child.kill('SIGKILL');
     }, budgetMs);
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line === 'BEGIN') begin = { ...server.usage(), machineUs: machineBusyUs(), at: performance.now() };
-      else if (line === 'END') end = { ...server.usage(), machineUs: machineBusyUs(), at: performance.now() };
+      if (line === 'BEGIN') begin = { ...server.usage(), machineUs: machineBusyUs(), at: monotonicUs() };
+      else if (line === 'END') end = { ...server.usage(), machineUs: machineBusyUs(), at: monotonicUs() };
       else if (line.startsWith('RESULT ')) result = JSON.parse(line.slice(7)) as ClientResult;
       else if (line.startsWith('ERROR ')) error = JSON.parse(line.slice(6)) as string;
     });
@@ -104,7 +101,7 @@ function runClient(
       if (result && begin && end) {
         rssPeak = Math.max(rssPeak, end.rssBytes);
         const serverCpuUs = end.cpuUs - begin.cpuUs;
-        const elapsedUs = (end.at - begin.at) * 1000;
+        const elapsedUs = end.at - begin.at;
         const otherUs = end.machineUs - begin.machineUs - serverCpuUs - result.clientCpuUs;
         resolvePromise({
           ...result,
@@ -112,6 +109,7 @@ function runClient(
           serverRssPeak: rssPeak,
           serverRssEnd: end.rssBytes,
           otherCores: elapsedUs > 0 ? Math.max(0, otherUs / elapsedUs) : 0,
+          monotonicUs: { begin: begin.at, end: end.at },
         });
       } else {
         reject(new Error(error ?? `client exited (${signal ?? code}) without a result`));

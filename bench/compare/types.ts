@@ -105,6 +105,11 @@ export interface WorkloadResult extends ClientResult {
    * that was also doing other work.
    */
   otherCores: number;
+  /**
+   * The measured part on the monotonic clock, µs (`process.hrtime`, the clock of V8 CPU profiles):
+   * `profile-summary.ts --window begin,end` restricts a profile to it.
+   */
+  monotonicUs: { begin: number; end: number };
 }
 
 /** A workload that could not be run (the client crashed, a server failed …). */

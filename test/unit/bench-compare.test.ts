@@ -8,6 +8,7 @@ import { fmtMs, fmtRatio, percentile, perMessage, ratio, summarize } from '../..
 import { parseArgs, parseTargets, workloadSizes, workloadsFor } from '../../bench/compare/options.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
 import { keptUp, renderTable } from '../../bench/compare/table.js';
+import { areaOf, summarizeProfile, type CpuProfile } from '../../bench/compare/profile-summary.js';
 import type { CompareReport, WorkloadResult } from '../../bench/compare/types.js';
 
 describe('bench:compare statistics', () => {
@@ -159,6 +160,7 @@ describe('bench:compare table', () => {
     serverRssPeak: 0,
     serverRssEnd: 0,
     otherCores: 0,
+    monotonicUs: { begin: 0, end: 1 },
   };
   const result = (
     r: Partial<WorkloadResult> & Pick<WorkloadResult, 'target' | 'workload'>,
@@ -257,5 +259,55 @@ describe('bench:compare table', () => {
     assert.equal(keptUp(w3(19_900, 15_000, 0)), false);
     assert.equal(keptUp(w3(19_900, 20_000, 1)), false);
     assert.equal(keptUp(result({ target: 'nats', workload: 'w1a' })), true);
+  });
+});
+
+describe('bench:compare profile summary', () => {
+  const frame = (id: number, functionName: string, url: string) => ({
+    id,
+    callFrame: { functionName, url, lineNumber: 9 },
+  });
+  // Samples every 1,000 µs from t = 10,000: idle, GC, grpc-js, GC, Vela's broker, idle.
+  const profile: CpuProfile = {
+    startTime: 10_000,
+    nodes: [
+      frame(1, '(idle)', ''),
+      frame(2, '(garbage collector)', ''),
+      frame(3, 'write', 'file:///x/node_modules/@grpc/grpc-js/build/src/server.js'),
+      frame(4, 'ack', 'file:///x/src/broker/consume/consume-service.ts'),
+    ],
+    samples: [1, 2, 3, 2, 4, 1],
+    timeDeltas: [1000, 1000, 1000, 1000, 1000, 1000],
+  };
+
+  test('self time by area and function, as shares of the busy time', () => {
+    const s = summarizeProfile(profile);
+    assert.equal(s.busyMs, 4);
+    assert.equal(s.idleMs, 2);
+    assert.deepEqual(
+      s.areas.map((a) => [a.name, a.percent]),
+      [
+        ['GC', 50],
+        ['@grpc/grpc-js', 25],
+        ['vela src/broker', 25],
+      ],
+    );
+    assert.equal(s.functions[0]!.name, '(garbage collector)');
+    assert.ok(s.functions.some((f) => f.name === 'ack src/broker/consume/consume-service.ts:10'));
+  });
+
+  test('a window keeps only the samples taken within it', () => {
+    // Samples land at 11,000 … 16,000; keep 13,000–15,000: grpc-js, GC, broker.
+    const s = summarizeProfile(profile, 10, { begin: 13_000, end: 15_000 });
+    assert.equal(s.busyMs, 3);
+    assert.equal(s.idleMs, 0);
+  });
+
+  test('areas', () => {
+    assert.equal(areaOf('node:internal/http2/core', 'x'), 'node:http2');
+    assert.equal(areaOf('file:///a/node_modules/protobufjs/src/writer.js', 'x'), 'protobufjs');
+    assert.equal(areaOf('file:///a/src/store/message-store.ts', 'x'), 'vela src/store');
+    assert.equal(areaOf('', '(program)'), 'V8 / native (program)');
+    assert.equal(areaOf('', 'writeBuffers'), 'native: writeBuffers');
   });
 });

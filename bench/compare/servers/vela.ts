@@ -1,6 +1,7 @@
 /**
  * Vela in a child process (Node, running the sources under tsx like the other benchmarks), sync
- * flush, data in a temp dir. With `cpuProfDir` the broker writes a V8 CPU profile there on exit.
+ * flush, data in a temp dir. With `cpuProfDir` the broker writes V8 CPU profiles to
+ * `cpuProfDir/broker-<label>/` on exit (the largest file is the main thread's).
  */
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
@@ -13,14 +14,9 @@ const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
 export async function startVela(options: { cpuProfDir?: string; label: string }): Promise<RunningServer> {
   const dir = privateDir('vela');
   const log = join(dir, 'server.log');
+  // One directory per process: the main thread and tsx's loader thread each write a profile.
   const prof = options.cpuProfDir
-    ? [
-        '--cpu-prof',
-        '--cpu-prof-dir',
-        options.cpuProfDir,
-        '--cpu-prof-name',
-        `broker-${options.label}.cpuprofile`,
-      ]
+    ? ['--cpu-prof', '--cpu-prof-dir', join(options.cpuProfDir, `broker-${options.label}`)]
     : [];
   const proc = new ManagedProcess(
     'vela-broker',

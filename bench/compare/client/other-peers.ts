@@ -57,10 +57,12 @@ export class RabbitMqPeer implements Peer {
     const conn = await this.connection();
     const ch = await conn.createChannel();
     await ch.prefetch(IN_FLIGHT_DELIVERIES);
+    let redelivered = 0;
     await ch.consume(
       queue,
       (msg) => {
         if (!msg) return;
+        if (msg.fields.redelivered) redelivered++;
         onMessage(msg.content);
         ch.ack(msg);
       },
@@ -74,6 +76,7 @@ export class RabbitMqPeer implements Peer {
       },
       close: async () => {
         await ch.checkQueue(queue);
+        if (redelivered) console.error(`(rabbitmq: ${redelivered} deliveries were redeliveries)`);
         await ch.close();
         await conn.close();
       },
@@ -84,14 +87,17 @@ export class RabbitMqPeer implements Peer {
     const conn = await this.connection();
     const ch = await conn.createChannel();
     // Un-acked deliveries of a closed channel go back to the queue: none may be left.
-    for (let i = 0; i < 20; i++) {
-      const q = await ch.checkQueue(queue);
-      if (q.messageCount === 0) {
+    // A quorum queue applies settlements asynchronously: allow it some seconds on a busy machine.
+    let left = -1;
+    for (let i = 0; i < 50; i++) {
+      left = (await ch.checkQueue(queue)).messageCount;
+      if (left === 0) {
         await ch.close();
         return true;
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 200));
     }
+    console.error(`(rabbitmq: ${left} messages still in ${queue} 10 s after the consumer closed)`);
     await ch.close();
     return false;
   }
@@ -158,10 +164,15 @@ export class NatsPeer implements Peer {
   async drained(queue: string, group: string): Promise<boolean | null> {
     await this.nc.flush();
     const jsm = await this.nc.jetstreamManager();
-    for (let i = 0; i < 20; i++) {
+    for (let i = 0; i < 50; i++) {
       const info = await jsm.consumers.info(queue, group);
       if (info.num_pending === 0 && info.num_ack_pending === 0) return true;
-      await new Promise((r) => setTimeout(r, 100));
+      if (i === 49) {
+        console.error(
+          `(nats: ${info.num_pending} pending, ${info.num_ack_pending} un-acked in ${queue} after 10 s)`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 200));
     }
     return false;
   }

@@ -7,6 +7,8 @@ import { TARGETS, WORKLOADS, type Target, type Workload } from './types.js';
 export interface CompareOptions {
   quick: boolean;
   json: boolean;
+  /** Also write the full JSON report to this file (the table still goes to stdout). */
+  jsonFile?: string;
   /** Install missing Debian packages with apt-get (default on). */
   install: boolean;
   targets: Target[];
@@ -52,6 +54,7 @@ Options:
   --workloads LIST      w1a, w1b, w2, w2pull, w3 (both rates), w3a (5,000/s), w3b (20,000/s)
   --w3-seconds N        length of each W3 window (default 8, quick 3)
   --json                print the full report as JSON instead of the table
+  --json-file FILE      also write the full report as JSON to FILE
   --wait-idle N         before each workload wait up to N s for other processes on the machine
                         to quiet down (for shared machines; default 0)
   --cpu-prof DIR        write V8 CPU profiles of Vela's broker and of each client to DIR
@@ -136,6 +139,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let w3Seconds: number | undefined;
   let cpuProfDir: string | undefined;
   let waitIdleSeconds = 0;
+  let jsonFile: string | undefined;
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`);
@@ -185,6 +189,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
         }
         break;
       }
+      case '--json-file':
+        jsonFile = take();
+        break;
       case '--cpu-prof':
         cpuProfDir = take();
         break;
@@ -204,5 +211,6 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     sizes: workloadSizes(quick, w3Seconds),
     waitIdleSeconds,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
+    ...(jsonFile !== undefined ? { jsonFile } : {}),
   };
 }

@@ -8,7 +8,7 @@
  * Everything it started is stopped on the way out, also after a failure or Ctrl-C.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { join, resolve } from 'node:path';
@@ -257,6 +257,7 @@ async function main(): Promise<void> {
   }
   report.seconds = (performance.now() - started) / 1000;
   if (interrupted) return;
+  if (opts.jsonFile) writeFileSync(opts.jsonFile, `${JSON.stringify(report, null, 2)}\n`);
   if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else process.stdout.write(`\n${renderTable(report)}\n`);
 }

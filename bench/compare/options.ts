@@ -9,6 +9,8 @@ export interface CompareOptions {
   json: boolean;
   /** Also write the full JSON report to this file (the table still goes to stdout). */
   jsonFile?: string;
+  /** Run nothing: print the table of a JSON report saved earlier. */
+  render?: string;
   /** Install missing Debian packages with apt-get (default on). */
   install: boolean;
   targets: Target[];
@@ -55,6 +57,7 @@ Options:
   --w3-seconds N        length of each W3 window (default 8, quick 3)
   --json                print the full report as JSON instead of the table
   --json-file FILE      also write the full report as JSON to FILE
+  --render FILE         run nothing; print the table of a report saved with --json-file
   --wait-idle N         before each workload wait up to N s for other processes on the machine
                         to quiet down (for shared machines; default 0)
   --cpu-prof DIR        write V8 CPU profiles of Vela's broker and of each client to DIR
@@ -140,6 +143,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let cpuProfDir: string | undefined;
   let waitIdleSeconds = 0;
   let jsonFile: string | undefined;
+  let render: string | undefined;
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`);
@@ -189,6 +193,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
         }
         break;
       }
+      case '--render':
+        render = take();
+        break;
       case '--json-file':
         jsonFile = take();
         break;
@@ -212,5 +219,6 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     waitIdleSeconds,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(jsonFile !== undefined ? { jsonFile } : {}),
+    ...(render !== undefined ? { render } : {}),
   };
 }

@@ -8,7 +8,7 @@
  * Everything it started is stopped on the way out, also after a failure or Ctrl-C.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { join, resolve } from 'node:path';
@@ -186,6 +186,11 @@ async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
     console.log(USAGE);
+    return;
+  }
+  if (opts.render) {
+    const saved = JSON.parse(readFileSync(opts.render, 'utf8')) as CompareReport;
+    process.stdout.write(`${renderTable(saved)}\n`);
     return;
   }
   if (opts.cpuProfDir) {

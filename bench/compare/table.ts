@@ -198,19 +198,35 @@ function cell(report: CompareReport, metric: Metric, target: Target, notes: Note
   }
   const v = metric.value(r);
   let text = v === undefined ? '–' : metric.format(v);
-  const lowerBound = r.targetRate !== undefined && (r.missing ?? 0) > 0 && metric.better === 'lower';
-  if (lowerBound && v !== undefined && metric.label.includes('latency')) text = `≥ ${text}`;
+  if (v !== undefined && isLowerBound(report, metric, target)) text = `≥ ${text}`;
   const note = noteFor(r);
   if (note)
     text += notes.ref(`${target}/${ownWorkload}`, `${TARGET_TITLES[target]}, ${ownWorkload}: ${note}`);
   return text;
 }
 
+/**
+ * A W3 latency of a run in which sent messages never arrived is only a lower bound (the missing
+ * ones would have been later still).
+ */
+export function isLowerBound(report: CompareReport, metric: Metric, target: Target): boolean {
+  if (!metric.label.includes('latency')) return false;
+  const r = find(report, target, metric.workload);
+  return r !== undefined && r.targetRate !== undefined && (r.missing ?? 0) > 0;
+}
+
 function ratioCell(report: CompareReport, metric: Metric, peer: Target, velas: Target[]): string {
   const peerValue = figure(report, metric, peer);
+  const peerBound = isLowerBound(report, metric, peer);
   const parts = velas.map((v) => {
     const r = ratio(figure(report, metric, v), peerValue);
-    return r === undefined ? '–' : fmtRatio(r);
+    if (r === undefined) return '–';
+    const velaBound = isLowerBound(report, metric, v);
+    // Vela ÷ peer: a lower bound above makes the ratio a lower bound, one below an upper bound.
+    if (velaBound && peerBound) return `${fmtRatio(r)} (both ≥)`;
+    if (velaBound) return `≥ ${fmtRatio(r)}`;
+    if (peerBound) return `≤ ${fmtRatio(r)}`;
+    return fmtRatio(r);
   });
   return parts.join(' / ');
 }

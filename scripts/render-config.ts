@@ -24,6 +24,7 @@ export function formatDefault(s: Setting<unknown>): string {
     const unit = s.kind.type === 'number' ? s.kind.unit : undefined;
     return `\`${v}\`${hint(v, unit)}`;
   }
+  if (v === '') return '(none)';
   return `\`${String(v)}\``;
 }
 

@@ -4,14 +4,18 @@
  * the settings of common/config.ts (resolved once, here) plus run-time dependencies.
  */
 import { Broker, type BrokerDeps } from './broker/broker.js';
-import { GrpcEndpoint } from './protocol/grpc-server.js';
+import { GrpcEndpoint, type Authenticator } from './protocol/grpc-server.js';
+import { loadCertificate, type TlsCertificate } from './protocol/transport/certificate.js';
 import { AdminOperations } from './admin/operations.js';
 import { startAdminHttp } from './admin/http-server.js';
 import { resolveConfig, type ConfigInput, type VelaConfig } from './common/config.js';
 import { silentLogger } from './common/logger.js';
 
 /** Settings (see docs/configuration.md; `dataDir` is required here) and run-time dependencies. */
-export type StartBrokerOptions = ConfigInput & { dataDir: string } & BrokerDeps;
+export type StartBrokerOptions = ConfigInput & { dataDir: string } & BrokerDeps & {
+  /** Checks each gRPC call before it runs (metadata and peer); throw a VelaError to refuse it. */
+  authenticate?: Authenticator;
+};
 
 export interface RunningBroker {
   broker: Broker;
@@ -22,13 +26,24 @@ export interface RunningBroker {
   grpcPorts: number[];
   httpPort: number;
   host: string;
+  /** The certificate TLS is served with (absent when `tlsMode` is `disabled`). */
+  tls?: TlsCertificate;
   /** Stop accepting, finish calls in progress, flush and close the store. Idempotent. */
   close(): Promise<void>;
 }
 
 export async function startBroker(opts: StartBrokerOptions): Promise<RunningBroker> {
-  const { clock, logger = silentLogger(), diskUsage, ...input } = opts;
+  const { clock, logger = silentLogger(), diskUsage, authenticate, ...input } = opts;
   const config = resolveConfig(input);
+  const tls =
+    config.tlsMode === 'disabled'
+      ? undefined
+      : await loadCertificate({
+          ...(config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : {}),
+          dataDir: config.dataDir,
+          hosts: [config.host],
+          logger: logger.child({ module: 'tls' }),
+        });
   const broker = await Broker.open(config, {
     logger,
     ...(clock ? { clock } : {}),
@@ -37,11 +52,25 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
   let grpc: GrpcEndpoint | undefined;
   let http: Awaited<ReturnType<typeof startAdminHttp>> | undefined;
   try {
+    const g = config.grpc;
     grpc = await GrpcEndpoint.start(broker, {
       host: config.host,
       ports: [...config.grpcPorts],
       autoCreateTopics: config.autoCreateTopics,
       logger: logger.child({ module: 'grpc' }),
+      limits: {
+        maxMessageBytes: g.maxRequestSize,
+        maxRequestEntries: g.maxRequestEntries,
+        maxConcurrentStreams: g.maxConcurrentStreams,
+        maxConnectionInboundBytes: g.maxConnectionInboundBytes,
+        maxInboundBytes: g.maxInboundBytes,
+        maxConnectionOutboundBytes: g.maxConnectionOutboundBytes,
+        maxTelemetryMessageBytes: g.maxTelemetryMessageSize,
+        maxClientsPerConnection: g.maxClientsPerConnection,
+      },
+      keepalive: { intervalMs: g.keepaliveIntervalMs, timeoutMs: g.keepaliveTimeoutMs },
+      ...(tls ? { tls: { cert: tls.cert, key: tls.key, plaintext: config.tlsMode === 'permissive' } } : {}),
+      ...(authenticate ? { authenticate } : {}),
     });
     const grpcPort = grpc.ports[0]!;
     http = await startAdminHttp(new AdminOperations(broker), {
@@ -49,6 +78,7 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
       port: config.httpPort,
       logger: logger.child({ module: 'admin' }),
       grpcAddress: () => `${config.host}:${grpcPort}`,
+      ...(config.httpTls && tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
     });
   } catch (err) {
     await grpc?.close(0);
@@ -65,6 +95,7 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
     grpcPorts: g.ports,
     httpPort: h.port,
     host: config.host,
+    ...(tls ? { tls } : {}),
     close: () => {
       if (!closing) {
         closing = (async () => {
@@ -83,3 +114,5 @@ export type { Logger, LoggerOptions } from './common/logger.js';
 export { DEFAULTS, resolveConfig } from './common/config.js';
 export type { VelaConfig, ConfigInput } from './common/config.js';
 export type { BrokerDeps } from './broker/broker.js';
+export type { Authenticator, AuthRequest } from './protocol/grpc-server.js';
+export type { TlsCertificate } from './protocol/transport/certificate.js';

@@ -14,13 +14,19 @@ export interface AdminHttpOptions {
   logger: Logger;
   /** The gRPC address clients use, for topicRoute. */
   grpcAddress: () => string;
+  /** Serve HTTPS with this certificate and key (PEM) instead of HTTP. */
+  https?: { cert: string; key: string };
 }
 
 export async function startAdminHttp(
   ops: AdminOperations,
   opts: AdminHttpOptions,
 ): Promise<{ app: FastifyInstance; port: number }> {
-  const app = Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 });
+  const app = (
+    opts.https
+      ? Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024, https: { ...opts.https, minVersion: 'TLSv1.2' } })
+      : Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 })
+  ) as FastifyInstance;
   app.setErrorHandler((err, _req, reply) => {
     if (isVelaError(err)) {
       void reply

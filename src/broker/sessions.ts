@@ -25,6 +25,11 @@ export interface ClientSession {
   version?: string;
   hostname?: string;
   remoteAddress?: string;
+  /**
+   * The transport connection the session belongs to (where its Telemetry stream was opened): calls
+   * from other connections cannot end it.
+   */
+  connectionId?: string;
   telemetryOpen: boolean;
   connectedAt: number;
   lastSeen: number;
@@ -80,20 +85,25 @@ export class SessionRegistry {
     return !!s && (s.telemetryOpen || this.now() - s.lastSeen < this.livenessMs);
   }
 
-  telemetryClosed(clientId: string): void {
+  /** The client's Telemetry stream on `connectionId` closed (ignored if the session is another's). */
+  telemetryClosed(clientId: string, connectionId?: string): void {
     const s = this.sessions.get(clientId);
-    if (!s) return;
+    if (!s || !ownedBy(s, connectionId)) return;
     s.telemetryOpen = false;
     // A consumer whose only stream went away is gone: release its work now rather than at timeout.
     this.end(clientId);
   }
 
-  /** The client said goodbye (NotifyClientTermination) or its stream ended. */
-  end(clientId: string): void {
+  /**
+   * The client said goodbye (NotifyClientTermination) or its stream ended. With a `connectionId`, only
+   * a session of that connection ends; returns whether one did.
+   */
+  end(clientId: string, connectionId?: string): boolean {
     const s = this.sessions.get(clientId);
-    if (!s) return;
+    if (!s || !ownedBy(s, connectionId)) return false;
     this.sessions.delete(clientId);
     for (const l of this.goneListeners) l(clientId, s);
+    return true;
   }
 
   /** Forget sessions that went silent; returns how many. */
@@ -116,4 +126,8 @@ export class SessionRegistry {
     const all = [...this.sessions.values()];
     return filter?.group ? all.filter((s) => s.group === filter.group) : all;
   }
+}
+
+function ownedBy(s: ClientSession, connectionId: string | undefined): boolean {
+  return connectionId === undefined || s.connectionId === undefined || s.connectionId === connectionId;
 }

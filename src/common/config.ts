@@ -10,6 +10,7 @@
 import { VelaError } from './errors.js';
 
 export type FlushPolicy = 'sync' | 'async';
+export type TlsMode = 'permissive' | 'enforcing' | 'disabled';
 
 /** How a setting's value is written and checked. */
 export type SettingKind =
@@ -128,11 +129,64 @@ export const FLOW_CONTROL_SCHEMA = {
   ),
 } as const;
 
+const MiB = 1024 * 1024;
+
+export const GRPC_SCHEMA = {
+  maxRequestSize: num(
+    5 * MiB,
+    'largest request message, as sent and once inflated (gzip); a larger one is refused before it is read (`PAYLOAD_TOO_LARGE`). Must hold a message of `produce.maxBodySize` with its properties',
+    'bytes',
+    { min: 64 * 1024 },
+  ),
+  maxRequestEntries: num(
+    1024,
+    'most messages in one SendMessage and entries in one AckMessage (`PAYLOAD_TOO_LARGE` beyond); a request may decode to at most 512 values per entry',
+    'count',
+    { min: 1 },
+  ),
+  maxConcurrentStreams: num(
+    1000,
+    'calls open at once on one connection (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`; clients queue the rest)',
+    'count',
+    { min: 1 },
+  ),
+  maxConnectionInboundBytes: num(
+    64 * MiB,
+    'request bytes one connection may have received and not yet had answered; beyond it a call answers `TOO_MANY_REQUESTS`',
+    'bytes',
+    { min: 1 },
+  ),
+  maxInboundBytes: num(
+    512 * MiB,
+    'the same, for all connections together',
+    'bytes',
+    { min: 1 },
+  ),
+  maxConnectionOutboundBytes: num(
+    64 * MiB,
+    'answer bytes waiting for one client to read them; while above it, new calls on that connection answer `TOO_MANY_REQUESTS`',
+    'bytes',
+    { min: 1 },
+  ),
+  maxTelemetryMessageSize: num(1 * MiB, 'largest Telemetry command (Settings)', 'bytes', { min: 1024 }),
+  maxClientsPerConnection: num(
+    1024,
+    'client ids one connection may open sessions for (Telemetry, heartbeats); beyond it `TOO_MANY_REQUESTS`',
+    'count',
+    { min: 1 },
+  ),
+  keepaliveIntervalMs: num(60_000, 'how often each connection is pinged (HTTP/2 PING); `0` never', 'ms'),
+  keepaliveTimeoutMs: num(20_000, 'a connection whose ping is unanswered this long is closed', 'ms', {
+    min: 1,
+  }),
+} as const;
+
 export const SECTION_SCHEMAS = {
   store: STORE_SCHEMA,
   produce: PRODUCE_SCHEMA,
   consume: CONSUME_SCHEMA,
   flowControl: FLOW_CONTROL_SCHEMA,
+  grpc: GRPC_SCHEMA,
 } as const;
 export type SectionName = keyof typeof SECTION_SCHEMAS;
 
@@ -203,6 +257,31 @@ export const TOP_SCHEMA = {
     env: 'VELA_LOG_LEVEL',
   } as Setting<string>,
   shutdownGraceMs: num(5000, 'how long shutdown waits for calls in progress', 'ms'),
+  tlsMode: {
+    default: 'permissive' as TlsMode,
+    doc: 'TLS on the gRPC port: `permissive` (TLS and plaintext on the same port, as the RocketMQ proxy), `enforcing` (TLS only) or `disabled`',
+    kind: { type: 'choice', choices: ['permissive', 'enforcing', 'disabled'], label: 'TLS mode' },
+    flag: '--tls-mode <permissive|enforcing|disabled>',
+    env: 'VELA_TLS_MODE',
+  } as Setting<TlsMode>,
+  tlsCert: {
+    default: '',
+    doc: 'PEM certificate (chain) file for TLS; with none, a self-signed certificate is generated into `<dataDir>/tls/` on first start',
+    kind: { type: 'string' },
+    flag: '--tls-cert <file>',
+    env: 'VELA_TLS_CERT',
+  } as Setting<string>,
+  tlsKey: {
+    default: '',
+    doc: "PEM private key file of `tlsCert`",
+    kind: { type: 'string' },
+    flag: '--tls-key <file>',
+    env: 'VELA_TLS_KEY',
+  } as Setting<string>,
+  httpTls: bool(false, 'serve the admin HTTP API over HTTPS, with the gRPC port\'s certificate', {
+    flag: '--http-tls',
+    env: 'VELA_HTTP_TLS',
+  }),
 } as const;
 
 // ---------------------------------------------------------------------------------------------------
@@ -214,6 +293,7 @@ export type StoreSettings = ValuesOf<typeof STORE_SCHEMA>;
 export type ProduceLimits = ValuesOf<typeof PRODUCE_SCHEMA>;
 export type ConsumeSettings = ValuesOf<typeof CONSUME_SCHEMA>;
 export type FlowControlSettings = ValuesOf<typeof FLOW_CONTROL_SCHEMA>;
+export type GrpcSettings = ValuesOf<typeof GRPC_SCHEMA>;
 type TopSettings = ValuesOf<typeof TOP_SCHEMA>;
 
 /** The resolved configuration of a broker. */
@@ -224,6 +304,7 @@ export interface VelaConfig extends Omit<TopSettings, 'grpcPort'> {
   readonly produce: ProduceLimits;
   readonly consume: ConsumeSettings;
   readonly flowControl: FlowControlSettings;
+  readonly grpc: GrpcSettings;
 }
 
 /** What a caller may give: any subset; `grpcPort` may be one port or a list. */
@@ -233,6 +314,7 @@ export type ConfigInput = Partial<Omit<TopSettings, 'grpcPort'>> & {
   produce?: Partial<ProduceLimits>;
   consume?: Partial<ConsumeSettings>;
   flowControl?: Partial<FlowControlSettings>;
+  grpc?: Partial<GrpcSettings>;
 };
 
 function defaultsOf<S extends Record<string, Setting<unknown>>>(schema: S): ValuesOf<S> {
@@ -253,6 +335,7 @@ export const DEFAULTS: VelaConfig = deepFreeze({
   produce: defaultsOf(PRODUCE_SCHEMA),
   consume: defaultsOf(CONSUME_SCHEMA),
   flowControl: defaultsOf(FLOW_CONTROL_SCHEMA),
+  grpc: defaultsOf(GRPC_SCHEMA),
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -368,6 +451,32 @@ function crossCheck(c: VelaConfig, sourceOf: SourceOf): void {
   const s = c.store;
   if (!(s.diskCleanupRatio <= s.diskForceCleanupRatio && s.diskForceCleanupRatio <= s.diskRefuseRatio)) {
     throw illegal(sourceOf('store'), 'store', 'disk ratios must satisfy cleanup ≤ force cleanup ≤ refuse');
+  }
+  const g = c.grpc;
+  const largestMessage = c.produce.maxBodySize + c.produce.maxPropertiesSize + 4096;
+  if (g.maxRequestSize < largestMessage) {
+    throw illegal(
+      sourceOf('grpc.maxRequestSize'),
+      'grpc.maxRequestSize',
+      `must be at least produce.maxBodySize + produce.maxPropertiesSize + 4096 (${largestMessage})`,
+    );
+  }
+  if (g.maxConnectionInboundBytes < g.maxRequestSize || g.maxInboundBytes < g.maxConnectionInboundBytes) {
+    throw illegal(
+      sourceOf('grpc'),
+      'grpc',
+      'request budgets must satisfy maxRequestSize ≤ maxConnectionInboundBytes ≤ maxInboundBytes',
+    );
+  }
+  if ((c.tlsCert === '') !== (c.tlsKey === '')) {
+    throw illegal(
+      sourceOf(c.tlsCert ? 'tlsKey' : 'tlsCert'),
+      c.tlsCert ? 'tlsKey' : 'tlsCert',
+      'tlsCert and tlsKey are given together',
+    );
+  }
+  if (c.httpTls && c.tlsMode === 'disabled') {
+    throw illegal(sourceOf('httpTls'), 'httpTls', 'needs TLS (tlsMode is disabled)');
   }
   if (c.consume.minInvisibleMs > c.consume.maxInvisibleMs) {
     throw illegal(

@@ -6,7 +6,6 @@
  */
 import protobuf from 'protobufjs';
 import { fileURLToPath } from 'node:url';
-import type { ServiceDefinition, MethodDefinition } from '@grpc/grpc-js';
 
 // int64 fields as plain numbers (offsets and timestamps stay far below 2^53).
 (protobuf.util as unknown as { Long: unknown }).Long = undefined;
@@ -32,33 +31,89 @@ export function type(name: string): protobuf.Type {
   return root.lookupType(`${PACKAGE}.${name}`);
 }
 
-/** The grpc-js service definition of MessagingService, with protobufjs (de)serializers. */
-export function messagingServiceDefinition(): ServiceDefinition {
+/** One RPC of MessagingService with its protobuf types. */
+export interface MethodCodec {
+  /** e.g. `SendMessage` */
+  readonly name: string;
+  /** e.g. `/apache.rocketmq.v2.MessagingService/SendMessage` */
+  readonly path: string;
+  readonly requestStream: boolean;
+  readonly responseStream: boolean;
+  readonly requestType: protobuf.Type;
+  readonly responseType: protobuf.Type;
+}
+
+let methodTable: ReadonlyMap<string, MethodCodec> | undefined;
+
+/** Every MessagingService RPC, by name. */
+export function messagingMethods(): ReadonlyMap<string, MethodCodec> {
+  if (methodTable) return methodTable;
   const service = root.lookupService(SERVICE_NAME);
-  const def: Record<string, MethodDefinition<unknown, unknown>> = {};
+  const out = new Map<string, MethodCodec>();
   for (const [name, m] of Object.entries(service.methods)) {
     m.resolve();
-    const req = m.resolvedRequestType!;
-    const res = m.resolvedResponseType!;
-    def[name] = {
+    out.set(name, {
+      name,
       path: `/${SERVICE_NAME}/${name}`,
       requestStream: !!m.requestStream,
       responseStream: !!m.responseStream,
-      requestSerialize: (o: unknown) => Buffer.from(req.encode(o as protobuf.Message).finish()),
-      requestDeserialize: (b: Buffer) => {
-        try {
-          return req.toObject(req.decode(b), DECODE_OPTIONS);
-        } catch (err) {
-          // Answered with a BAD_REQUEST status by the handler instead of a bare gRPC error.
-          return { [MALFORMED]: (err as Error).message };
-        }
-      },
-      responseSerialize: (o: unknown) => Buffer.from(res.encode(o as protobuf.Message).finish()),
-      responseDeserialize: (b: Buffer) => res.toObject(res.decode(b), DECODE_OPTIONS),
+      requestType: m.resolvedRequestType!,
+      responseType: m.resolvedResponseType!,
+    });
+  }
+  return (methodTable = out);
+}
+
+/** Encode a plain object of `type`. */
+export function encode(type: protobuf.Type, o: unknown): Uint8Array {
+  return type.encode(o as protobuf.Message).finish();
+}
+
+/** Decode to a plain object; bytes that do not decode give a MALFORMED marker instead of throwing. */
+export function decodeRequest(type: protobuf.Type, bytes: Uint8Array): object {
+  try {
+    return type.toObject(type.decode(bytes), DECODE_OPTIONS);
+  } catch (err) {
+    // Answered with a BAD_REQUEST status by the handler instead of a bare gRPC error.
+    return { [MALFORMED]: (err as Error).message };
+  }
+}
+
+/** Decode to a plain object (throws on bytes that do not decode). */
+export function decode(type: protobuf.Type, bytes: Uint8Array): object {
+  return type.toObject(type.decode(bytes), DECODE_OPTIONS);
+}
+
+/** A method in the shape `@grpc/grpc-js` takes (tests, benchmarks and tools use grpc-js clients). */
+export interface GrpcJsMethodDefinition {
+  path: string;
+  requestStream: boolean;
+  responseStream: boolean;
+  requestSerialize: (o: unknown) => Buffer;
+  requestDeserialize: (b: Buffer) => unknown;
+  responseSerialize: (o: unknown) => Buffer;
+  responseDeserialize: (b: Buffer) => unknown;
+  originalName: string;
+}
+
+/** MessagingService as a grpc-js service definition, with protobufjs (de)serializers. */
+export function messagingServiceDefinition(): Record<string, GrpcJsMethodDefinition> {
+  const def: Record<string, GrpcJsMethodDefinition> = {};
+  for (const [name, m] of messagingMethods()) {
+    const req = m.requestType;
+    const res = m.responseType;
+    def[name] = {
+      path: m.path,
+      requestStream: m.requestStream,
+      responseStream: m.responseStream,
+      requestSerialize: (o: unknown) => Buffer.from(encode(req, o)),
+      requestDeserialize: (b: Buffer) => decodeRequest(req, b),
+      responseSerialize: (o: unknown) => Buffer.from(encode(res, o)),
+      responseDeserialize: (b: Buffer) => decode(res, b),
       originalName: name,
     };
   }
-  return def as ServiceDefinition;
+  return def;
 }
 
 /** Marks a request whose bytes did not decode. */

@@ -1,15 +1,22 @@
 /**
- * The gRPC v2 endpoint: binds MessagingService to the broker. Every RPC answers with gRPC OK and the
- * outcome in its `Status` (status.ts decides the code); nothing surfaces as a bare transport error.
+ * The gRPC v2 endpoint: binds MessagingService to the broker over Vela's own HTTP/2 transport
+ * (transport/server.ts). Every RPC answers with gRPC OK and the outcome in its `Status` (status.ts
+ * decides the code); limits refuse a request before it is decoded and answer in the same way, with a
+ * body status, so official clients see the RocketMQ code they understand.
+ *
+ * Client sessions belong to the connection they were opened on: another connection cannot end them
+ * (NotifyClientTermination, or a Telemetry stream closing) nor take them over while their Telemetry
+ * stream is open.
  */
-import * as grpc from '@grpc/grpc-js';
+import type protobuf from 'protobufjs';
 import type { Broker } from '../broker/broker.js';
+import { CodeTable } from '../common/codes.js';
 import { VelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import { fromMillis, malformedReason, messagingServiceDefinition } from './codec.js';
+import { decodeRequest, encode, fromMillis, messagingMethods, MALFORMED, type MethodCodec } from './codec.js';
 import { contextOf, type CallContext } from './context.js';
 import { statusOf } from './status.js';
-import { installGrpcTimeoutClamp } from './grpc-timeout.js';
+import { guardRequest, type RequestLimits } from './request-guard.js';
 import { queryAssignment, queryRoute, type RouteEndpoint } from './handlers/route.js';
 import { sendMessage } from './handlers/send.js';
 import {
@@ -17,11 +24,42 @@ import {
   forwardMessageToDeadLetterQueue,
   changeInvisibleDuration,
   receiveMessage,
-  type ReceiveRequestWire,
 } from './handlers/consume.js';
 import { heartbeat, notifyClientTermination, settingsReply } from './handlers/client.js';
 import { getOffset, pullMessage, queryOffset, updateOffset } from './handlers/pull.js';
-import { WireAddressScheme, type TelemetryCommand } from './wire-types.js';
+import { WireAddressScheme, type Status, type TelemetryCommand } from './wire-types.js';
+import { GrpcStatus, LimitError } from './transport/grpc-wire.js';
+import type { ServerCall, PeerInfo } from './transport/server-call.js';
+import {
+  GrpcServer,
+  type KeepaliveOptions,
+  type MethodHandler,
+  type TlsMaterial,
+  type TransportLimits,
+} from './transport/server.js';
+
+/** What an authenticator sees of a call: its method, headers and peer (TLS socket included). */
+export interface AuthRequest {
+  /** e.g. `SendMessage` */
+  readonly method: string;
+  header(name: string): string;
+  readonly peer: PeerInfo;
+}
+
+/**
+ * Checks each call before its handler runs (ACL goes here): resolve to let it through, throw a
+ * VelaError (UNAUTHORIZED, FORBIDDEN …) to refuse it with that status.
+ */
+export type Authenticator = (request: AuthRequest) => void | Promise<void>;
+
+export interface GrpcEndpointLimits extends TransportLimits {
+  /** Most messages in a SendMessage and entries in an AckMessage. */
+  maxRequestEntries: number;
+  /** Largest Telemetry command. */
+  maxTelemetryMessageBytes: number;
+  /** Client ids one connection may hold sessions for (Telemetry streams and heartbeats). */
+  maxClientsPerConnection: number;
+}
 
 export interface GrpcEndpointOptions {
   /** @defaultValue '127.0.0.1' */
@@ -30,33 +68,45 @@ export interface GrpcEndpointOptions {
   ports: number[];
   autoCreateTopics: boolean;
   logger: Logger;
+  limits: GrpcEndpointLimits;
+  keepalive: KeepaliveOptions;
+  /** When set, every port also accepts TLS. */
+  tls?: TlsMaterial;
+  authenticate?: Authenticator;
 }
-
-/** The official proxy accepts 130 MiB frames; so do we (protocol.md §1). */
-const MAX_RECEIVE_MESSAGE_LENGTH = 130 * 1024 * 1024;
 
 type Unary = (ctx: CallContext, req: never) => unknown;
 
+/** Values decoded per batch entry, at most: 128 user properties (3 values each), keys and the system properties fit. */
+const VALUES_PER_ENTRY = 512;
+
 export class GrpcEndpoint {
-  private readonly telemetry = new Set<grpc.ServerDuplexStream<TelemetryCommand, TelemetryCommand>>();
-  private readonly receives = new Set<AbortController>();
+  /** Open Telemetry streams by client id. */
+  private readonly telemetry = new Map<string, Set<ServerCall>>();
+  /** Client ids seen per connection (bounded by maxClientsPerConnection). */
+  private readonly clientsByConnection = new Map<string, Set<string>>();
   private closing: Promise<void> | null = null;
 
   private constructor(
-    private readonly server: grpc.Server,
+    private readonly server: GrpcServer,
     readonly ports: number[],
   ) {}
 
   static async start(broker: Broker, opts: GrpcEndpointOptions): Promise<GrpcEndpoint> {
-    installGrpcTimeoutClamp(); // the Java client's 60×365-day Telemetry deadline (grpc-timeout.ts)
-    const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_LENGTH });
+    const server = new GrpcServer({
+      host: opts.host,
+      limits: opts.limits,
+      keepalive: opts.keepalive,
+      ...(opts.tls ? { tls: opts.tls } : {}),
+      logger: opts.logger,
+    });
     const ports: number[] = [];
     const endpoint = new GrpcEndpoint(server, ports);
-    server.addService(messagingServiceDefinition(), endpoint.handlers(broker, opts));
+    endpoint.register(broker, opts);
     try {
-      for (const port of opts.ports) ports.push(await bind(server, opts.host, port));
+      for (const port of opts.ports) ports.push(await server.listen(port));
     } catch (err) {
-      server.forceShutdown();
+      await server.close(0);
       throw err;
     }
     return endpoint;
@@ -64,25 +114,22 @@ export class GrpcEndpoint {
 
   /** Stop accepting calls, answer parked receives, end Telemetry streams, wait up to `graceMs`. */
   close(graceMs = 5000): Promise<void> {
-    if (!this.closing) {
-      this.closing = new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.server.forceShutdown();
-          resolve();
-        }, graceMs);
-        this.server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-        for (const ac of this.receives) ac.abort();
-        for (const call of this.telemetry) call.end();
-      });
-    }
+    this.closing ??= this.server.close(graceMs);
     return this.closing;
   }
 
-  private handlers(broker: Broker, opts: GrpcEndpointOptions): grpc.UntypedServiceImplementation {
+  /** Connections open now. */
+  get connectionCount(): number {
+    return this.server.connectionCount;
+  }
+
+  private register(broker: Broker, opts: GrpcEndpointOptions): void {
     const log = opts.logger;
+    const methods = messagingMethods();
+    const requestLimits: RequestLimits = {
+      maxEntries: opts.limits.maxRequestEntries,
+      maxValues: opts.limits.maxRequestEntries * VALUES_PER_ENTRY,
+    };
     const route: RouteEndpoint = {
       advertised: {
         scheme: WireAddressScheme.IPv4,
@@ -90,107 +137,259 @@ export class GrpcEndpoint {
       },
     };
     const storeHost = () => `${opts.host}:${this.ports[0] ?? 0}`;
-    const unary =
-      (name: string, fn: Unary, requireClientId = true): grpc.handleUnaryCall<unknown, unknown> =>
-      (call, callback) => {
-        Promise.resolve()
-          .then(() => fn(contextOf(call, requireClientId), call.request as never))
-          .then(
-            (res) => callback(null, res),
-            (err: unknown) => callback(null, { status: statusOf(err, log, name) }),
+    const authenticate = opts.authenticate;
+    const admit = (call: ServerCall): void | Promise<void> =>
+      authenticate?.({ method: call.method, header: (n) => call.header(n), peer: call.peer });
+
+    /** Guard, then decode: a refused request throws a LimitError; a malformed one decodes to a marker. */
+    const decodeGuarded = (m: MethodCodec, bytes: Buffer, entriesField?: number): object => {
+      try {
+        guardRequest(m.requestType, bytes, requestLimits, entriesField);
+      } catch (err) {
+        if (err instanceof LimitError && err.kind === 'malformed') return { [MALFORMED]: err.message };
+        throw err;
+      }
+      return decodeRequest(m.requestType, bytes);
+    };
+
+    const answer = (call: ServerCall, type: protobuf.Type, res: unknown, name: string) => {
+      let bytes: Uint8Array;
+      try {
+        bytes = encode(type, res);
+      } catch (err) {
+        log.error({ err, rpc: name }, 'cannot encode a response');
+        call.fail(GrpcStatus.INTERNAL, 'internal error: cannot encode the response');
+        return;
+      }
+      call.sendUnary(bytes);
+    };
+
+    /** Whether a call may create a session for its client id on its connection. */
+    const checkClientQuota = (ctx: CallContext) => {
+      if (!ctx.clientId || broker.sessions.get(ctx.clientId)) return;
+      const ids = this.clientsByConnection.get(ctx.connectionId);
+      if (ids && !ids.has(ctx.clientId) && ids.size >= opts.limits.maxClientsPerConnection) {
+        throw new VelaError(
+          'TOO_MANY_REQUESTS',
+          `this connection already holds sessions for ${ids.size} client ids`,
+        );
+      }
+    };
+    const noteClient = (ctx: CallContext) => {
+      if (!ctx.clientId) return;
+      let ids = this.clientsByConnection.get(ctx.connectionId);
+      if (!ids) this.clientsByConnection.set(ctx.connectionId, (ids = new Set()));
+      ids.add(ctx.clientId);
+    };
+    this.server.onConnectionClosed((id) => this.clientsByConnection.delete(id));
+
+    const unary = (name: string, fn: Unary, opt: { requireClientId?: boolean; entriesField?: number } = {}) => {
+      const m = methods.get(name)!;
+      const handler: MethodHandler = {
+        kind: 'unary',
+        onRequest: (call, bytes) => {
+          let req: object;
+          try {
+            req = decodeGuarded(m, bytes, opt.entriesField);
+          } catch (err) {
+            handler.onRefused!(call, err as LimitError);
+            return;
+          }
+          const run = (): unknown => fn(contextOf(call, req, opt.requireClientId ?? true), req as never);
+          const auth = authenticate ? admit(call) : undefined;
+          (auth ? Promise.resolve(auth).then(run) : Promise.resolve().then(run)).then(
+            (res) => answer(call, m.responseType, res, name),
+            (err: unknown) => answer(call, m.responseType, { status: statusOf(err, log, name) }, name),
           );
+        },
+        onRefused: (call, err) => answer(call, m.responseType, { status: limitStatus(err) }, name),
       };
+      return handler;
+    };
     const notImplemented =
       (name: string, what: string): Unary =>
       () => {
         throw new VelaError('NOT_IMPLEMENTED', `${name}: ${what}`);
       };
 
-    return {
-      QueryRoute: unary('QueryRoute', (ctx, req) =>
-        queryRoute(broker, ctx, req, route, opts.autoCreateTopics),
-      ),
-      QueryAssignment: unary('QueryAssignment', (ctx, req) => queryAssignment(broker, ctx, req, route)),
-      Heartbeat: unary('Heartbeat', (ctx, req) => heartbeat(broker, ctx, req)),
-      NotifyClientTermination: unary('NotifyClientTermination', (ctx) =>
-        notifyClientTermination(broker, ctx),
-      ),
-      SendMessage: unary('SendMessage', (ctx, req) => sendMessage(broker, ctx, req, log)),
-      AckMessage: unary('AckMessage', (ctx, req) => ackMessage(broker, ctx, req, log)),
-      ChangeInvisibleDuration: unary('ChangeInvisibleDuration', (ctx, req) =>
-        changeInvisibleDuration(broker, ctx, req),
-      ),
-      ForwardMessageToDeadLetterQueue: unary('ForwardMessageToDeadLetterQueue', (ctx, req) =>
-        forwardMessageToDeadLetterQueue(broker, ctx, req),
-      ),
-      EndTransaction: unary(
-        'EndTransaction',
-        notImplemented('EndTransaction', 'transactional messages are not supported yet'),
-      ),
-      RecallMessage: unary(
-        'RecallMessage',
-        notImplemented('RecallMessage', 'delay messages are not supported yet'),
-      ),
-      SyncLiteSubscription: unary(
-        'SyncLiteSubscription',
-        notImplemented('SyncLiteSubscription', 'lite topics are not supported'),
-      ),
-      UpdateOffset: unary('UpdateOffset', (ctx, req) => updateOffset(broker, ctx, req)),
-      GetOffset: unary('GetOffset', (ctx, req) => getOffset(broker, ctx, req)),
-      QueryOffset: unary('QueryOffset', (ctx, req) => queryOffset(broker, ctx, req)),
-      PullMessage: (call: grpc.ServerWritableStream<Parameters<typeof pullMessage>[2], unknown>) => {
-        const ac = new AbortController();
-        this.receives.add(ac);
-        call.on('cancelled', () => ac.abort());
-        Promise.resolve()
-          .then(() => pullMessage(broker, contextOf(call), call.request, ac.signal, storeHost()))
-          .then(
-            (frames) => {
-              for (const f of frames) call.write(f);
-            },
-            (err: unknown) => call.write({ status: statusOf(err, log, 'PullMessage') }),
-          )
-          .finally(() => {
-            this.receives.delete(ac);
-            call.end();
-          });
-      },
-      ReceiveMessage: (call: grpc.ServerWritableStream<ReceiveRequestWire, unknown>) => {
-        const ac = new AbortController();
-        this.receives.add(ac);
-        call.on('cancelled', () => ac.abort());
-        Promise.resolve()
-          .then(() => receiveMessage(broker, contextOf(call), call.request, ac.signal, storeHost()))
-          .then(
-            (frames) => {
-              for (const f of frames) call.write(f);
-            },
-            (err: unknown) => {
-              call.write({ status: statusOf(err, log, 'ReceiveMessage') });
-              call.write({ delivery_timestamp: fromMillis(broker.clock.now()) });
-            },
-          )
-          .finally(() => {
-            this.receives.delete(ac);
-            call.end();
-          });
-      },
-      Telemetry: (call: grpc.ServerDuplexStream<TelemetryCommand, TelemetryCommand>) => {
-        let ctx: CallContext;
+    const streaming = (
+      name: 'ReceiveMessage' | 'PullMessage',
+      run: (ctx: CallContext, req: never, signal: AbortSignal) => Promise<unknown[]>,
+      onError: (status: Status) => unknown[],
+    ): MethodHandler => {
+      const m = methods.get(name)!;
+      const sendFrames = (call: ServerCall, frames: unknown[]) => {
+        let encoded: Uint8Array[];
         try {
-          ctx = contextOf(call);
+          encoded = frames.map((f) => encode(m.responseType, f));
         } catch (err) {
-          call.write({ status: statusOf(err, log, 'Telemetry') });
-          call.end();
+          log.error({ err, rpc: name }, 'cannot encode a response');
+          call.fail(GrpcStatus.INTERNAL, 'internal error: cannot encode the response');
           return;
         }
-        this.telemetry.add(call);
-        call.on('data', (cmd: TelemetryCommand) => {
-          const malformed = malformedReason(cmd);
+        call.sendAll(encoded);
+      };
+      return {
+        kind: 'server-stream',
+        onRequest: (call, bytes) => {
+          let req: object;
+          try {
+            req = decodeGuarded(m, bytes);
+          } catch (err) {
+            sendFrames(call, onError(limitStatus(err as LimitError)));
+            return;
+          }
+          Promise.resolve(authenticate ? admit(call) : undefined)
+            .then(() => run(contextOf(call, req), req as never, call.signal))
+            .then(
+              (frames) => sendFrames(call, frames),
+              (err: unknown) => sendFrames(call, onError(statusOf(err, log, name))),
+            );
+        },
+        onRefused: (call, err) => sendFrames(call, onError(limitStatus(err))),
+      };
+    };
+
+    const register = (name: string, handler: MethodHandler) => {
+      const path = methods.get(name)?.path;
+      if (!path) throw new Error(`MessagingService has no method ${name}`);
+      this.server.register(path, handler);
+    };
+
+    register(
+      'QueryRoute',
+      unary('QueryRoute', (ctx, req) => queryRoute(broker, ctx, req, route, opts.autoCreateTopics)),
+    );
+    register(
+      'QueryAssignment',
+      unary('QueryAssignment', (ctx, req) => queryAssignment(broker, ctx, req, route)),
+    );
+    register(
+      'Heartbeat',
+      unary('Heartbeat', (ctx, req) => {
+        checkClientQuota(ctx);
+        noteClient(ctx);
+        return heartbeat(broker, ctx, req);
+      }),
+    );
+    register(
+      'NotifyClientTermination',
+      unary('NotifyClientTermination', (ctx) => notifyClientTermination(broker, ctx)),
+    );
+    register(
+      'SendMessage',
+      unary('SendMessage', (ctx, req) => sendMessage(broker, ctx, req, log), { entriesField: 1 }),
+    );
+    register(
+      'AckMessage',
+      unary('AckMessage', (ctx, req) => ackMessage(broker, ctx, req, log), { entriesField: 3 }),
+    );
+    register(
+      'ChangeInvisibleDuration',
+      unary('ChangeInvisibleDuration', (ctx, req) => changeInvisibleDuration(broker, ctx, req)),
+    );
+    register(
+      'ForwardMessageToDeadLetterQueue',
+      unary('ForwardMessageToDeadLetterQueue', (ctx, req) =>
+        forwardMessageToDeadLetterQueue(broker, ctx, req),
+      ),
+    );
+    register(
+      'EndTransaction',
+      unary('EndTransaction', notImplemented('EndTransaction', 'transactional messages are not supported yet')),
+    );
+    register(
+      'RecallMessage',
+      unary('RecallMessage', notImplemented('RecallMessage', 'delay messages are not supported yet')),
+    );
+    register(
+      'SyncLiteSubscription',
+      unary('SyncLiteSubscription', notImplemented('SyncLiteSubscription', 'lite topics are not supported')),
+    );
+    register('UpdateOffset', unary('UpdateOffset', (ctx, req) => updateOffset(broker, ctx, req)));
+    register('GetOffset', unary('GetOffset', (ctx, req) => getOffset(broker, ctx, req)));
+    register('QueryOffset', unary('QueryOffset', (ctx, req) => queryOffset(broker, ctx, req)));
+    register(
+      'PullMessage',
+      streaming(
+        'PullMessage',
+        (ctx, req, signal) => pullMessage(broker, ctx, req, signal, storeHost()),
+        (status) => [{ status }],
+      ),
+    );
+    register(
+      'ReceiveMessage',
+      streaming(
+        'ReceiveMessage',
+        (ctx, req, signal) => receiveMessage(broker, ctx, req, signal, storeHost()),
+        (status) => [{ status }, { delivery_timestamp: fromMillis(broker.clock.now()) }],
+      ),
+    );
+    register('Telemetry', this.telemetryHandler(broker, opts, admit, checkClientQuota, noteClient));
+  }
+
+  private telemetryHandler(
+    broker: Broker,
+    opts: GrpcEndpointOptions,
+    admit: (call: ServerCall) => void | Promise<void>,
+    checkClientQuota: (ctx: CallContext) => void,
+    noteClient: (ctx: CallContext) => void,
+  ): MethodHandler {
+    const log = opts.logger;
+    const m = messagingMethods().get('Telemetry')!;
+    const type = m.responseType;
+    const write = (call: ServerCall, cmd: TelemetryCommand) => {
+      let bytes: Uint8Array;
+      try {
+        bytes = encode(type, cmd);
+      } catch (err) {
+        log.error({ err }, 'cannot encode a telemetry command');
+        return;
+      }
+      // A client that does not read its commands gets no more of them read either: flow control
+      // then stops it from sending, so neither side's buffers grow.
+      if (!call.write(bytes)) {
+        call.pauseReading();
+        void call.drain().then(() => call.resumeReading());
+      }
+    };
+    const refuse = (call: ServerCall, status: Status) => {
+      write(call, { status });
+      call.end();
+    };
+    return {
+      kind: 'bidi',
+      maxMessageBytes: opts.limits.maxTelemetryMessageBytes,
+      onRefused: (call, err) => refuse(call, limitStatus(err)),
+      onOpen: (call) => {
+        let ctx: CallContext;
+        try {
+          ctx = contextOf(call, undefined);
+          checkClientQuota(ctx);
+        } catch (err) {
+          refuse(call, statusOf(err, log, 'Telemetry'));
+          return;
+        }
+        const auth = admit(call);
+        let admitted: Promise<void> | undefined;
+        if (auth) {
+          admitted = Promise.resolve(auth).catch((err: unknown) => {
+            refuse(call, statusOf(err, log, 'Telemetry'));
+            throw err;
+          });
+          admitted.catch(() => {});
+        }
+        noteClient(ctx);
+        const clientId = ctx.clientId;
+        let streams = this.telemetry.get(clientId);
+        if (!streams) this.telemetry.set(clientId, (streams = new Set()));
+        streams.add(call);
+        const onCommand = (cmd: TelemetryCommand) => {
+          const malformed = (cmd as Record<symbol, unknown>)[MALFORMED];
           if (malformed !== undefined) {
-            call.write({
+            write(call, {
               status: statusOf(
-                new VelaError('BAD_REQUEST', `malformed telemetry command: ${malformed}`),
+                new VelaError('BAD_REQUEST', `malformed telemetry command: ${String(malformed)}`),
                 log,
                 'Telemetry',
               ),
@@ -198,43 +397,93 @@ export class GrpcEndpoint {
             return;
           }
           if (!cmd.settings) return; // diagnostics replies (thread stack, verify result): nothing to do
+          const owner = broker.sessions.get(clientId);
+          if (
+            owner?.telemetryOpen &&
+            owner.connectionId !== undefined &&
+            owner.connectionId !== ctx.connectionId &&
+            this.telemetryOpenOn(clientId, owner.connectionId)
+          ) {
+            write(call, {
+              status: statusOf(
+                new VelaError('FORBIDDEN', `client id ${clientId} has a session on another connection`),
+                log,
+                'Telemetry',
+              ),
+            });
+            return;
+          }
           settingsReply(broker, ctx, cmd.settings).then(
-            (reply) => call.write(reply),
-            (err: unknown) => call.write({ status: statusOf(err, log, 'Telemetry') }),
+            (reply) => write(call, reply),
+            (err: unknown) => write(call, { status: statusOf(err, log, 'Telemetry') }),
           );
+        };
+        call.onMessage((bytes) => {
+          let cmd: TelemetryCommand;
+          try {
+            cmd = decodeGuardedTelemetry(m, bytes, opts.limits.maxRequestEntries * VALUES_PER_ENTRY);
+          } catch (err) {
+            refuse(call, limitStatus(err as LimitError));
+            return;
+          }
+          if (admitted) admitted.then(() => onCommand(cmd), () => {});
+          else onCommand(cmd);
         });
         let done = false;
         const finish = () => {
           if (done) return;
           done = true;
-          this.telemetry.delete(call);
-          broker.sessions.telemetryClosed(ctx.clientId);
+          streams.delete(call);
+          if (streams.size === 0) {
+            this.telemetry.delete(clientId);
+            broker.sessions.telemetryClosed(clientId, ctx.connectionId);
+          }
         };
-        call.on('end', () => {
+        call.onHalfClose(() => {
           finish();
           call.end();
         });
-        call.on('error', finish);
-        call.on('cancelled', finish);
-        call.on('close', finish);
+        call.onClose(finish);
+        // Shutdown (or a deadline the client set) ends the stream from our side.
+        call.signal.addEventListener('abort', () => {
+          finish();
+          call.end();
+        });
       },
     };
   }
+
+  private telemetryOpenOn(clientId: string, connectionId: string): boolean {
+    for (const call of this.telemetry.get(clientId) ?? []) {
+      if (call.peer.connectionId === connectionId && call.isOpen) return true;
+    }
+    return false;
+  }
 }
 
-function bind(server: grpc.Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => {
-      if (err) {
-        const inUse = /EADDRINUSE|address already in use/i.test(err.message);
-        reject(
-          new Error(
-            inUse
-              ? `gRPC port ${host}:${port} is already in use`
-              : `cannot listen on ${host}:${port}: ${err.message}`,
-          ),
-        );
-      } else resolve(bound);
-    });
-  });
+function decodeGuardedTelemetry(m: MethodCodec, bytes: Buffer, maxValues: number): TelemetryCommand {
+  try {
+    guardRequest(m.requestType, bytes, { maxValues, maxEntries: Infinity });
+  } catch (err) {
+    if (err instanceof LimitError && err.kind === 'malformed') {
+      return { [MALFORMED]: err.message } as unknown as TelemetryCommand;
+    }
+    throw err;
+  }
+  return decodeRequest(m.requestType, bytes) as TelemetryCommand;
+}
+
+/** The body status a refused request gets. */
+function limitStatus(err: LimitError): Status {
+  if (!(err instanceof LimitError)) {
+    return { code: CodeTable.INTERNAL_SERVER_ERROR.code, message: 'internal error' };
+  }
+  switch (err.kind) {
+    case 'message-too-large':
+      return { code: CodeTable.PAYLOAD_TOO_LARGE.code, message: `request too large: ${err.message}` };
+    case 'inbound-budget':
+      return { code: CodeTable.TOO_MANY_REQUESTS.code, message: `too many requests: ${err.message}` };
+    case 'malformed':
+      return { code: CodeTable.BAD_REQUEST.code, message: `malformed request: ${err.message}` };
+  }
 }

@@ -17,9 +17,11 @@ export class RawClient {
   constructor(
     readonly address: string,
     clientId = `test-${Math.random().toString(36).slice(2)}`,
+    /** grpc-js channel options; `{ 'grpc.use_local_subchannel_pool': 1 }` gives a connection of its own. */
+    options: grpc.ChannelOptions = {},
   ) {
     const Ctor = grpc.makeGenericClientConstructor(messagingServiceDefinition(), 'MessagingService');
-    this.client = new Ctor(address, grpc.credentials.createInsecure());
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), options);
     if (clientId) this.metadata.set('x-mq-client-id', clientId);
   }
 

@@ -125,6 +125,7 @@ export async function settingsReply(
     ...(ua.version ? { version: ua.version } : {}),
     ...(ua.hostname ? { hostname: ua.hostname } : {}),
     remoteAddress: ctx.peer,
+    connectionId: ctx.connectionId,
     telemetryOpen: true,
     ...(s.client_properties && Object.keys(s.client_properties).length
       ? { properties: { ...s.client_properties } }
@@ -174,7 +175,10 @@ export function heartbeat(
   req: { group?: Resource; client_type?: number },
 ): { status: typeof OK_STATUS } {
   const clientType = CLIENT_TYPES[req.client_type ?? 0];
+  const known = broker.sessions.get(ctx.clientId);
   broker.sessions.upsert(ctx.clientId, {
+    // A heartbeat never moves a session to another connection (its Telemetry stream decides).
+    ...(known?.connectionId === undefined ? { connectionId: ctx.connectionId } : {}),
     ...(clientType ? { clientType } : {}),
     ...(req.group?.name ? { group: resourceName(ctx, req.group) } : {}),
   });
@@ -185,7 +189,10 @@ export async function notifyClientTermination(
   broker: Broker,
   ctx: CallContext,
 ): Promise<{ status: typeof OK_STATUS }> {
-  broker.sessions.end(ctx.clientId);
+  const session = broker.sessions.get(ctx.clientId);
+  // Only the connection a session belongs to can end it: another client sending this client's id
+  // gets an OK that changes nothing.
+  if (session && !broker.sessions.end(ctx.clientId, ctx.connectionId)) return { status: OK_STATUS };
   // Also when the client never opened a session: whatever it holds goes back to its group now.
   await broker.consume.releaseClient(ctx.clientId);
   return { status: OK_STATUS };

@@ -29,17 +29,41 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
+const cpuWaiters: ((us: number) => void)[] = [];
+
 function startChild(args: string[]): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', 'inherit'],
     });
     createInterface({ input: child.stdout! }).on('line', (l) => {
       if (l.startsWith('READY ')) resolve({ child, port: Number(l.split(' ')[1]) });
+      if (l.startsWith('CPU ')) cpuWaiters.shift()?.(Number(l.split(' ')[1]));
     });
     child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
   });
 }
+
+/** The child's CPU time so far (µs). */
+function childCpu(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    cpuWaiters.push(resolve);
+    child.stdin!.write('CPU\n');
+  });
+}
+
+/** Broker and bench-client CPU per message over `run`. */
+async function withCpu<T>(child: ChildProcess, messages: (r: T) => number, run: () => Promise<T>) {
+  const b0 = await childCpu(child);
+  const c0 = process.cpuUsage();
+  const r = await run();
+  const c = process.cpuUsage(c0);
+  const b1 = await childCpu(child);
+  const n = messages(r);
+  return { r, broker: (b1 - b0) / n, client: (c.user + c.system) / n };
+}
+const cpuNote = (x: { broker: number; client: number }) =>
+  `; CPU/msg broker ${x.broker.toFixed(1)} µs, client ${x.client.toFixed(1)} µs`;
 
 function client(port: number): Any {
   const Ctor = grpc.makeGenericClientConstructor(messagingServiceDefinition(), 'MessagingService');
@@ -175,24 +199,26 @@ echo.child.kill();
 const broker = await startChild(['broker', ROOT]);
 const bc = client(broker.port);
 await sends(bc, 'Warmup', 2000, 16, 1);
-r = await sends(bc, 'BenchUnary', Math.round(5000 * scale), 1, 1);
+const n1 = Math.round(5000 * scale);
+let m = await withCpu(broker.child, () => n1, () => sends(bc, 'BenchUnary', n1, 1, 1));
 report(
   'unary send, 1 in flight',
-  `${fmt(r.rate)} msgs/s (${((r.rate / echo1) * 100).toFixed(0)} % of echo), p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+  `${fmt(m.r.rate)} msgs/s (${((m.r.rate / echo1) * 100).toFixed(0)} % of echo), p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${cpuNote(m)}`,
 );
-r = await sends(bc, 'BenchUnary', Math.round(50_000 * scale), 64, 1);
+const n64 = Math.round(50_000 * scale);
+m = await withCpu(broker.child, () => n64, () => sends(bc, 'BenchUnary', n64, 64, 1));
 report(
   'unary send, 64 in flight',
-  `${fmt(r.rate)} msgs/s (${((r.rate / echo64) * 100).toFixed(0)} % of echo), p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+  `${fmt(m.r.rate)} msgs/s (${((m.r.rate / echo64) * 100).toFixed(0)} % of echo), p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${cpuNote(m)}`,
 );
 const batchTotal = Math.round(300_000 * scale);
-r = await sends(bc, 'BenchBatch', batchTotal, 8, 128);
+m = await withCpu(broker.child, () => batchTotal, () => sends(bc, 'BenchBatch', batchTotal, 8, 128));
 report(
   'batched send (128 per SendMessage), 8 in flight',
-  `${fmt(r.rate)} msgs/s, p50 ${r.p50.toFixed(2)} ms per batch`,
+  `${fmt(m.r.rate)} msgs/s, p50 ${m.r.p50.toFixed(2)} ms per batch${cpuNote(m)}`,
 );
-const rate = await consume(bc, 'BenchGroup', 'BenchBatch', batchTotal, 4);
-report('consume + ack (receive 32, batch ack), 4 loops', `${fmt(rate)} msgs/s`);
+const c = await withCpu(broker.child, () => batchTotal, () => consume(bc, 'BenchGroup', 'BenchBatch', batchTotal, 4));
+report('consume + ack (receive 32, batch ack), 4 loops', `${fmt(c.r)} msgs/s${cpuNote(c)}`);
 bc.close();
 broker.child.kill('SIGTERM');
 await new Promise((res) => broker.child.once('exit', res));

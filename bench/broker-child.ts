@@ -1,6 +1,7 @@
 /**
  * Benchmark child: runs either the real broker (`broker <dataDir> [startBroker options as JSON]`) or a bare grpc-js server that
- * answers SendMessage with OK and nothing else (`echo`), and prints `READY <grpcPort> [httpPort]`.
+ * answers SendMessage with OK and nothing else (`echo`), and prints `READY <grpcPort> [httpPort]`. The
+ * broker answers a `CPU` line on stdin with `CPU <µs of process CPU time so far>`.
  */
 import * as grpc from '@grpc/grpc-js';
 import { startBroker } from '../src/server.js';
@@ -39,4 +40,12 @@ if (mode === 'echo') {
   });
   process.stdout.write(`READY ${running.grpcPort} ${running.httpPort}\n`);
   process.on('SIGTERM', () => void running.close().then(() => process.exit(0)));
+  // `CPU` on stdin: print the process CPU time used so far (µs), for per-phase CPU per message.
+  process.stdin.on('data', (d) => {
+    if (d.toString().includes('CPU')) {
+      const u = process.cpuUsage();
+      process.stdout.write(`CPU ${u.user + u.system}\n`);
+    }
+  });
+  process.stdin.on('end', () => {});
 }

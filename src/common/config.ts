@@ -22,7 +22,7 @@ export type SettingKind =
       integer?: boolean;
     }
   | { type: 'boolean' }
-  | { type: 'string' }
+  | { type: 'string'; /** '' (none) allowed */ optional?: boolean }
   | { type: 'port' }
   | { type: 'ports' }
   | { type: 'choice'; choices: readonly string[]; label: string };
@@ -267,14 +267,14 @@ export const TOP_SCHEMA = {
   tlsCert: {
     default: '',
     doc: 'PEM certificate (chain) file for TLS; with none, a self-signed certificate is generated into `<dataDir>/tls/` on first start',
-    kind: { type: 'string' },
+    kind: { type: 'string', optional: true },
     flag: '--tls-cert <file>',
     env: 'VELA_TLS_CERT',
   } as Setting<string>,
   tlsKey: {
     default: '',
-    doc: "PEM private key file of `tlsCert`",
-    kind: { type: 'string' },
+    doc: 'PEM private key file of `tlsCert`',
+    kind: { type: 'string', optional: true },
     flag: '--tls-key <file>',
     env: 'VELA_TLS_KEY',
   } as Setting<string>,
@@ -411,7 +411,9 @@ function check(value: unknown, kind: SettingKind, source: string, path: string):
       if (typeof value !== 'boolean') throw bad('must be true or false');
       return value;
     case 'string':
-      if (typeof value !== 'string' || value.trim() === '') throw bad('must be a non-empty string');
+      if (typeof value !== 'string' || (value.trim() === '' && !(kind.optional && value === ''))) {
+        throw bad('must be a non-empty string');
+      }
       return value;
     case 'choice':
       if (typeof value !== 'string' || !kind.choices.includes(value))

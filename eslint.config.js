@@ -122,7 +122,7 @@ export default tseslint.config(
     rules: layer(
       'the SDK shares only the wire codec with protocol/',
       '(^|/)(broker|store|admin|remoting|metrics|dashboard)/',
-      '(^|/)protocol/(?!(codec|wire-types)\\.js$)',
+      '(^|/)protocol/(?!(codec|wire-types|transport/grpc-wire)\\.js$)',
       ROOTS,
     ),
   },

@@ -200,24 +200,40 @@ const broker = await startChild(['broker', ROOT]);
 const bc = client(broker.port);
 await sends(bc, 'Warmup', 2000, 16, 1);
 const n1 = Math.round(5000 * scale);
-let m = await withCpu(broker.child, () => n1, () => sends(bc, 'BenchUnary', n1, 1, 1));
+let m = await withCpu(
+  broker.child,
+  () => n1,
+  () => sends(bc, 'BenchUnary', n1, 1, 1),
+);
 report(
   'unary send, 1 in flight',
   `${fmt(m.r.rate)} msgs/s (${((m.r.rate / echo1) * 100).toFixed(0)} % of echo), p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${cpuNote(m)}`,
 );
 const n64 = Math.round(50_000 * scale);
-m = await withCpu(broker.child, () => n64, () => sends(bc, 'BenchUnary', n64, 64, 1));
+m = await withCpu(
+  broker.child,
+  () => n64,
+  () => sends(bc, 'BenchUnary', n64, 64, 1),
+);
 report(
   'unary send, 64 in flight',
   `${fmt(m.r.rate)} msgs/s (${((m.r.rate / echo64) * 100).toFixed(0)} % of echo), p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${cpuNote(m)}`,
 );
 const batchTotal = Math.round(300_000 * scale);
-m = await withCpu(broker.child, () => batchTotal, () => sends(bc, 'BenchBatch', batchTotal, 8, 128));
+m = await withCpu(
+  broker.child,
+  () => batchTotal,
+  () => sends(bc, 'BenchBatch', batchTotal, 8, 128),
+);
 report(
   'batched send (128 per SendMessage), 8 in flight',
   `${fmt(m.r.rate)} msgs/s, p50 ${m.r.p50.toFixed(2)} ms per batch${cpuNote(m)}`,
 );
-const c = await withCpu(broker.child, () => batchTotal, () => consume(bc, 'BenchGroup', 'BenchBatch', batchTotal, 4));
+const c = await withCpu(
+  broker.child,
+  () => batchTotal,
+  () => consume(bc, 'BenchGroup', 'BenchBatch', batchTotal, 4),
+);
 report('consume + ack (receive 32, batch ack), 4 loops', `${fmt(c.r)} msgs/s${cpuNote(c)}`);
 bc.close();
 broker.child.kill('SIGTERM');

@@ -13,9 +13,9 @@ import { silentLogger } from './common/logger.js';
 
 /** Settings (see docs/configuration.md; `dataDir` is required here) and run-time dependencies. */
 export type StartBrokerOptions = ConfigInput & { dataDir: string } & BrokerDeps & {
-  /** Checks each gRPC call before it runs (metadata and peer); throw a VelaError to refuse it. */
-  authenticate?: Authenticator;
-};
+    /** Checks each gRPC call before it runs (metadata and peer); throw a VelaError to refuse it. */
+    authenticate?: Authenticator;
+  };
 
 export interface RunningBroker {
   broker: Broker;

@@ -24,7 +24,11 @@ export async function startAdminHttp(
 ): Promise<{ app: FastifyInstance; port: number }> {
   const app = (
     opts.https
-      ? Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024, https: { ...opts.https, minVersion: 'TLSv1.2' } })
+      ? Fastify({
+          logger: false,
+          bodyLimit: 8 * 1024 * 1024,
+          https: { ...opts.https, minVersion: 'TLSv1.2' },
+        })
       : Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 })
   ) as FastifyInstance;
   app.setErrorHandler((err, _req, reply) => {

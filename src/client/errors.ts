@@ -4,8 +4,9 @@
  * (`clientError`). Whether a failure may be retried, and whether it is flow control, is decided here
  * and nowhere else; the producer's retrier and the consumers' loops only read the flags.
  */
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { Code, codeForGrpcStatus, codeName, isRetriableCode } from '../common/codes.js';
+import { Code, codeForGrpcStatus, codeName, GrpcStatus, isRetriableCode } from '../common/codes.js';
+
+const GRPC_STATUS_NAMES = new Map<number, string>(Object.entries(GrpcStatus).map(([k, v]) => [v, k]));
 
 /**
  * Whether a RocketMQ status code may succeed on another attempt: flow control, the broker's internal
@@ -87,19 +88,23 @@ export function checkStatus(status: { code?: number; message?: string } | undefi
  */
 export function fromTransport(err: unknown, rpc: string): VelaClientError {
   if (err instanceof VelaClientError) return err;
-  const se = err as Partial<ServiceError>;
+  const se = err as { code?: unknown; details?: string };
   const grpcCode = typeof se?.code === 'number' ? se.code : GrpcStatus.UNKNOWN;
   // Statuses the code table does not claim (UNAVAILABLE, CANCELLED …) are lost or refused connections.
   const mapped = codeForGrpcStatus(grpcCode);
   const code = mapped ?? Code.INTERNAL_ERROR;
   const retriable = mapped === undefined || isRetriableCode(mapped);
   const detail = se?.details || (err as Error)?.message || String(err);
-  return new VelaClientError(code, `${rpc} failed in transport (gRPC ${GrpcStatus[grpcCode]}): ${detail}`, {
-    rpc,
-    grpcCode,
-    retriable,
-    cause: err,
-  });
+  return new VelaClientError(
+    code,
+    `${rpc} failed in transport (gRPC ${GRPC_STATUS_NAMES.get(grpcCode) ?? grpcCode}): ${detail}`,
+    {
+      rpc,
+      grpcCode,
+      retriable,
+      cause: err,
+    },
+  );
 }
 
 /** A refusal by the SDK itself: a bad argument (`BAD_REQUEST`) or a client in the wrong state. */

@@ -12,8 +12,7 @@
  * - non-retriable codes (the 400xx class: bad request, not found, forbidden, too large …) are thrown
  *   at once.
  */
-import { status as GrpcStatus } from '@grpc/grpc-js';
-import { Code } from '../common/codes.js';
+import { Code, GrpcStatus } from '../common/codes.js';
 import {
   WireClientType,
   WirePermission,

@@ -8,15 +8,14 @@
  * the session is open is re-opened after `reconnectDelayMs` with Settings sent again; never after
  * `close()`, whose pending re-open timer is cleared with the client's other timers.
  */
-import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { Code } from '../common/codes.js';
 import type { Logger } from '../common/logger.js';
 import type { Settings, TelemetryCommand } from '../protocol/wire-types.js';
-import type { Connection } from './connection.js';
+import type { Connection, TelemetryStream } from './connection.js';
 import { VelaClientError, fromStatus, fromTransport, isOk } from './errors.js';
 import type { Cancel, Timers } from '../common/timers.js';
 
-type Stream = ClientDuplexStream<TelemetryCommand, TelemetryCommand>;
+type Stream = TelemetryStream;
 
 export interface TelemetryOptions {
   /** The Settings to send (called on every open, so they are current). */

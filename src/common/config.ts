@@ -156,12 +156,7 @@ export const GRPC_SCHEMA = {
     'bytes',
     { min: 1 },
   ),
-  maxInboundBytes: num(
-    512 * MiB,
-    'the same, for all connections together',
-    'bytes',
-    { min: 1 },
-  ),
+  maxInboundBytes: num(512 * MiB, 'the same, for all connections together', 'bytes', { min: 1 }),
   maxConnectionOutboundBytes: num(
     64 * MiB,
     'answer bytes waiting for one client to read them; while above it, new calls on that connection answer `TOO_MANY_REQUESTS`',
@@ -278,7 +273,7 @@ export const TOP_SCHEMA = {
     flag: '--tls-key <file>',
     env: 'VELA_TLS_KEY',
   } as Setting<string>,
-  httpTls: bool(false, 'serve the admin HTTP API over HTTPS, with the gRPC port\'s certificate', {
+  httpTls: bool(false, "serve the admin HTTP API over HTTPS, with the gRPC port's certificate", {
     flag: '--http-tls',
     env: 'VELA_HTTP_TLS',
   }),

@@ -1,6 +1,6 @@
 /**
  * The gRPC v2 endpoint: binds MessagingService to the broker over Vela's own HTTP/2 transport
- * (transport/server.ts). Every RPC answers with gRPC OK and the outcome in its `Status` (status.ts
+ * (transport/h2-server.ts). Every RPC answers with gRPC OK and the outcome in its `Status` (status.ts
  * decides the code); limits refuse a request before it is decoded and answer in the same way, with a
  * body status, so official clients see the RocketMQ code they understand.
  *
@@ -36,7 +36,7 @@ import {
   type MethodHandler,
   type TlsMaterial,
   type TransportLimits,
-} from './transport/server.js';
+} from './transport/h2-server.js';
 
 /** What an authenticator sees of a call: its method, headers and peer (TLS socket included). */
 export interface AuthRequest {
@@ -183,7 +183,11 @@ export class GrpcEndpoint {
     };
     this.server.onConnectionClosed((id) => this.clientsByConnection.delete(id));
 
-    const unary = (name: string, fn: Unary, opt: { requireClientId?: boolean; entriesField?: number } = {}) => {
+    const unary = (
+      name: string,
+      fn: Unary,
+      opt: { requireClientId?: boolean; entriesField?: number } = {},
+    ) => {
       const m = methods.get(name)!;
       const handler: MethodHandler = {
         kind: 'unary',
@@ -296,7 +300,10 @@ export class GrpcEndpoint {
     );
     register(
       'EndTransaction',
-      unary('EndTransaction', notImplemented('EndTransaction', 'transactional messages are not supported yet')),
+      unary(
+        'EndTransaction',
+        notImplemented('EndTransaction', 'transactional messages are not supported yet'),
+      ),
     );
     register(
       'RecallMessage',
@@ -306,9 +313,18 @@ export class GrpcEndpoint {
       'SyncLiteSubscription',
       unary('SyncLiteSubscription', notImplemented('SyncLiteSubscription', 'lite topics are not supported')),
     );
-    register('UpdateOffset', unary('UpdateOffset', (ctx, req) => updateOffset(broker, ctx, req)));
-    register('GetOffset', unary('GetOffset', (ctx, req) => getOffset(broker, ctx, req)));
-    register('QueryOffset', unary('QueryOffset', (ctx, req) => queryOffset(broker, ctx, req)));
+    register(
+      'UpdateOffset',
+      unary('UpdateOffset', (ctx, req) => updateOffset(broker, ctx, req)),
+    );
+    register(
+      'GetOffset',
+      unary('GetOffset', (ctx, req) => getOffset(broker, ctx, req)),
+    );
+    register(
+      'QueryOffset',
+      unary('QueryOffset', (ctx, req) => queryOffset(broker, ctx, req)),
+    );
     register(
       'PullMessage',
       streaming(
@@ -426,7 +442,11 @@ export class GrpcEndpoint {
             refuse(call, limitStatus(err as LimitError));
             return;
           }
-          if (admitted) admitted.then(() => onCommand(cmd), () => {});
+          if (admitted)
+            admitted.then(
+              () => onCommand(cmd),
+              () => {},
+            );
           else onCommand(cmd);
         });
         let done = false;

@@ -65,7 +65,7 @@ async function rawCall(
       req.on('close', () => {
         const all = Buffer.concat(chunks);
         const frames: Buffer[] = [];
-        for (let at = 0; at + 5 <= all.length; ) {
+        for (let at = 0; at + 5 <= all.length;) {
           const n = all.readUInt32BE(at + 1);
           frames.push(all.subarray(at + 5, at + 5 + n));
           at += 5 + n;

@@ -92,7 +92,8 @@ function check(cert: string, key: string, certFile: string): string {
     throw new Error(`${certFile} is not a PEM certificate: ${(err as Error).message}`);
   }
   try {
-    if (!x509.checkPrivateKey(createPrivateKey(key))) throw new Error('the key does not match the certificate');
+    if (!x509.checkPrivateKey(createPrivateKey(key)))
+      throw new Error('the key does not match the certificate');
   } catch (err) {
     throw new Error(`TLS key for ${certFile}: ${(err as Error).message}`);
   }
@@ -111,7 +112,10 @@ export async function generateSelfSigned(hosts: string[]): Promise<{ cert: strin
   const asn1js = await import('asn1js');
   const engine = new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as never });
   const algorithm = { name: 'ECDSA', namedCurve: 'P-256' };
-  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(algorithm, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
 
   const cert = new pkijs.Certificate();
   cert.version = 2;

@@ -22,7 +22,7 @@ import {
   LimitError,
   MessageReader,
   parseTimeout,
-  GrpcError,
+  type GrpcError,
 } from './grpc-wire.js';
 import { ServerCall, type CallOwner, type PeerInfo } from './server-call.js';
 
@@ -277,7 +277,9 @@ export class GrpcServer {
       // the session is already closing
     }
     session.on('stream', (stream, headers) => this.onStream(conn, stream, headers));
-    session.on('error', (err) => this.opts.logger.debug({ err: err.message, remote: peer.remote }, 'connection error'));
+    session.on('error', (err) =>
+      this.opts.logger.debug({ err: err.message, remote: peer.remote }, 'connection error'),
+    );
     session.once('close', () => {
       this.connections.delete(session);
       for (const call of conn.calls) call.streamClosed();
@@ -293,7 +295,10 @@ export class GrpcServer {
       if (s.closed || s.destroyed) continue;
       if (c.pingOutstanding) {
         if (now - c.pingSentAt > this.opts.keepalive.timeoutMs) {
-          this.opts.logger.debug({ remote: c.peer.remote }, 'keepalive ping unanswered: closing the connection');
+          this.opts.logger.debug(
+            { remote: c.peer.remote },
+            'keepalive ping unanswered: closing the connection',
+          );
           s.destroy();
         }
         continue;
@@ -434,7 +439,7 @@ export class GrpcServer {
     if (method.kind === 'bidi') {
       // Messages in order even when some must be inflated; each one's bytes are released once its
       // handler has taken it.
-      let chain: Promise<void> = Promise.resolve();
+      let chain: Promise<void> = RESOLVED;
       let failed = false;
       const reader = new MessageReader(
         maxBytes,
@@ -451,7 +456,8 @@ export class GrpcServer {
             }
           };
           if (!m.compressed) {
-            chain === RESOLVED ? deliver(m.bytes) : (chain = chain.then(() => deliver(m.bytes)));
+            if (chain === RESOLVED) deliver(m.bytes);
+            else chain = chain.then(() => deliver(m.bytes));
           } else {
             chain = chain.then(() =>
               compressed(m.bytes).then(deliver, (err: unknown) => {

@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { ConsumeResult, Producer, PushConsumer, type ProducerOptions } from '../src/index.js';
 
 const ROOT = join(fileURLToPath(new URL('..', import.meta.url)), '.bench-data', 'sdk');
-const CHILD = fileURLToPath(new URL('./broker-child.ts', import.meta.url));
+const CHILD =
+  process.env.VELA_BENCH_BROKER_CHILD ?? fileURLToPath(new URL('./broker-child.ts', import.meta.url));
 const BODY = Buffer.alloc(1024, 0x61);
 const quick = process.argv.includes('--quick');
 const scale = quick ? 0.2 : 1;
@@ -28,16 +29,40 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
+const cpuWaiters: ((us: number) => void)[] = [];
+
 function startBrokerChild(dataDir: string): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'broker', dataDir], {
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', 'inherit'],
     });
     createInterface({ input: child.stdout! }).on('line', (l) => {
       if (l.startsWith('READY ')) resolve({ child, port: Number(l.split(' ')[1]) });
+      if (l.startsWith('CPU ')) cpuWaiters.shift()?.(Number(l.split(' ')[1]));
     });
     child.on('exit', (code) => reject(new Error(`broker child exited ${code}`)));
   });
+}
+
+/** The broker's CPU time so far (µs). */
+function brokerCpu(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    cpuWaiters.push(resolve);
+    child.stdin!.write('CPU\n');
+  });
+}
+
+/** CPU per message of the broker and of this process (the SDK) over `run`. */
+async function withCpu<T>(child: ChildProcess, messages: number, run: () => Promise<T>) {
+  const b0 = await brokerCpu(child);
+  const c0 = process.cpuUsage();
+  const r = await run();
+  const c = process.cpuUsage(c0);
+  const b1 = await brokerCpu(child);
+  return {
+    r,
+    note: `; CPU/msg SDK ${((c.user + c.system) / messages).toFixed(1)} µs, broker ${((b1 - b0) / messages).toFixed(1)} µs`,
+  };
 }
 
 /** `total` sends by `concurrency` loops, each awaiting its send; per-send latencies. */
@@ -102,30 +127,37 @@ console.log(
 const broker = await startBrokerChild(ROOT);
 const endpoints = `127.0.0.1:${broker.port}`;
 try {
-  let r = await produce(endpoints, 'SdkBench1', Math.round(3000 * scale), 1);
+  const n1 = Math.round(3000 * scale);
+  let m = await withCpu(broker.child, n1, () => produce(endpoints, 'SdkBench1', n1, 1));
   report(
     'send, 1 at a time',
-    `${fmt(r.rate)} msgs/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+    `${fmt(m.r.rate)} msgs/s, p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${m.note}`,
   );
-  r = await produce(endpoints, 'SdkBench64', Math.round(50_000 * scale), 64);
+  const n64 = Math.round(50_000 * scale);
+  m = await withCpu(broker.child, n64, () => produce(endpoints, 'SdkBench64', n64, 64));
   report(
     'send, 64 concurrent (batching)',
-    `${fmt(r.rate)} msgs/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+    `${fmt(m.r.rate)} msgs/s, p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${m.note}`,
   );
-  r = await produce(endpoints, 'SdkBench64Off', Math.round(20_000 * scale), 64, { batching: false });
+  const n64off = Math.round(20_000 * scale);
+  m = await withCpu(broker.child, n64off, () =>
+    produce(endpoints, 'SdkBench64Off', n64off, 64, { batching: false }),
+  );
   report(
     'send, 64 concurrent (batching off)',
-    `${fmt(r.rate)} msgs/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+    `${fmt(m.r.rate)} msgs/s, p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${m.note}`,
   );
   const consumeTotal = Math.round(200_000 * scale);
-  r = await produce(endpoints, 'SdkBench1024', consumeTotal, 1024);
+  m = await withCpu(broker.child, consumeTotal, () => produce(endpoints, 'SdkBench1024', consumeTotal, 1024));
   report(
     'send, 1,024 concurrent (batching)',
-    `${fmt(r.rate)} msgs/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+    `${fmt(m.r.rate)} msgs/s, p50 ${m.r.p50.toFixed(2)} ms, p99 ${m.r.p99.toFixed(2)} ms${m.note}`,
   );
   // The 1,024 run's messages (and its 200 warm-up ones) are what the push consumer reads.
-  const rate = await consume(endpoints, 'SdkBench1024', 'SdkBenchGroup', consumeTotal + 200);
-  report('push consumer, concurrency 64, ack per message (batched)', `${fmt(rate)} msgs/s`);
+  const c = await withCpu(broker.child, consumeTotal + 200, () =>
+    consume(endpoints, 'SdkBench1024', 'SdkBenchGroup', consumeTotal + 200),
+  );
+  report('push consumer, concurrency 64, ack per message (batched)', `${fmt(c.r)} msgs/s${c.note}`);
 } finally {
   broker.child.kill('SIGTERM');
   await new Promise((res) => broker.child.once('exit', res));

@@ -143,11 +143,15 @@ export abstract class ClientBase {
     const key = endpointsKey(endpoints);
     let c = this.connections.get(key);
     if (!c || c.isClosed) {
-      c = new Connection(endpoints, {
-        clientId: this.clientId,
-        namespace: this.clientConfig.namespace,
-        credentials: this.clientConfig.credentials,
-      });
+      c = new Connection(
+        endpoints,
+        {
+          clientId: this.clientId,
+          namespace: this.clientConfig.namespace,
+          credentials: this.clientConfig.credentials,
+        },
+        this.clientConfig.tls,
+      );
       this.connections.set(key, c);
     }
     return c;

@@ -9,7 +9,7 @@ export type { PushConsumerOptions, MessageListener, ConsumeContext } from './pus
 export { SimpleConsumer } from './simple-consumer.js';
 export type { SimpleConsumerOptions, ReceiveOptions, MessagesOptions } from './simple-consumer.js';
 export type { ConsumerOptions, Subscriptions, FilterExpression } from './consumer-base.js';
-export type { ClientOptions, SessionCredentials } from './options.js';
+export type { ClientOptions, ClientTls, SessionCredentials } from './options.js';
 export { MessageView, MessageType } from './message.js';
 export type { Message, SendReceipt } from './message.js';
 export { VelaClientError, isVelaClientError, isRetriableCode } from './errors.js';

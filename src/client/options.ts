@@ -8,6 +8,9 @@ import { silentLogger, type Logger } from '../common/logger.js';
 import { clientError } from './errors.js';
 import { parseEndpoints } from './endpoints.js';
 import type { Endpoints } from '../protocol/wire-types.js';
+import type { ClientTls } from './h2-channel.js';
+
+export type { ClientTls };
 
 export interface SessionCredentials {
   accessKey: string;
@@ -39,6 +42,13 @@ export interface ClientOptions {
   routeRefreshIntervalMs?: number;
   /** Wait before re-opening a Telemetry stream that ended while the client is open. @defaultValue 1000 */
   telemetryReconnectDelayMs?: number;
+  /**
+   * TLS to the broker: `true` checks its certificate against the system's CAs (and
+   * `NODE_EXTRA_CA_CERTS`); `{ ca }` trusts that CA or self-signed certificate (a Vela broker's is
+   * `<dataDir>/tls/vela-cert.pem`); `{ rejectUnauthorized: false }` skips the check (testing only).
+   * A Vela broker serves TLS and plaintext on the same port. @defaultValue false (plaintext)
+   */
+  tls?: ClientTls;
   /** A pino logger (`createLogger` from `vela`). @defaultValue silent */
   logger?: Logger;
 }
@@ -53,6 +63,7 @@ export interface ClientConfig {
   readonly heartbeatIntervalMs: number;
   readonly routeRefreshIntervalMs: number;
   readonly telemetryReconnectDelayMs: number;
+  readonly tls: ClientTls;
   readonly logger: Logger;
 }
 
@@ -70,8 +81,18 @@ export function resolveClientOptions(o: ClientOptions): ClientConfig {
     heartbeatIntervalMs: positive('heartbeatIntervalMs', o.heartbeatIntervalMs, 10_000),
     routeRefreshIntervalMs: positive('routeRefreshIntervalMs', o.routeRefreshIntervalMs, 30_000),
     telemetryReconnectDelayMs: nonNegative('telemetryReconnectDelayMs', o.telemetryReconnectDelayMs, 1000),
+    tls: tlsOption(o.tls),
     logger: o.logger ?? silentLogger(),
   });
+}
+
+function tlsOption(v: ClientTls | undefined): ClientTls {
+  if (v === undefined || v === false) return false;
+  if (v === true) return true;
+  if (typeof v !== 'object' || v === null) {
+    throw clientError(Code.BAD_REQUEST, `options.tls must be true, false or an object, got ${String(v)}`);
+  }
+  return Object.freeze({ ...v });
 }
 
 /** A number > 0 (or the default), else BAD_REQUEST naming the option. */

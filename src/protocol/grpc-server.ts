@@ -138,8 +138,15 @@ export class GrpcEndpoint {
     };
     const storeHost = () => `${opts.host}:${this.ports[0] ?? 0}`;
     const authenticate = opts.authenticate;
-    const admit = (call: ServerCall): void | Promise<void> =>
-      authenticate?.({ method: call.method, header: (n) => call.header(n), peer: call.peer });
+    /** The authenticator's verdict: undefined (no authenticator, or a synchronous yes) or a promise. */
+    const admit = (call: ServerCall): void | Promise<void> => {
+      if (!authenticate) return;
+      try {
+        return authenticate({ method: call.method, header: (n) => call.header(n), peer: call.peer });
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    };
 
     /** Guard, then decode: a refused request throws a LimitError; a malformed one decodes to a marker. */
     const decodeGuarded = (m: MethodCodec, bytes: Buffer, entriesField?: number): object => {
@@ -200,7 +207,7 @@ export class GrpcEndpoint {
             return;
           }
           const run = (): unknown => fn(contextOf(call, req, opt.requireClientId ?? true), req as never);
-          const auth = authenticate ? admit(call) : undefined;
+          const auth = admit(call);
           (auth ? Promise.resolve(auth).then(run) : Promise.resolve().then(run)).then(
             (res) => answer(call, m.responseType, res, name),
             (err: unknown) => answer(call, m.responseType, { status: statusOf(err, log, name) }, name),
@@ -243,7 +250,7 @@ export class GrpcEndpoint {
             sendFrames(call, onError(limitStatus(err as LimitError)));
             return;
           }
-          Promise.resolve(authenticate ? admit(call) : undefined)
+          Promise.resolve(admit(call))
             .then(() => run(contextOf(call, req), req as never, call.signal))
             .then(
               (frames) => sendFrames(call, frames),

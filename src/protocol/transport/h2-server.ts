@@ -316,6 +316,16 @@ export class GrpcServer {
     }
   }
 
+  /** Run a handler; a throw is a programming error: logged, and the call fails with INTERNAL. */
+  private guard(call: ServerCall, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.opts.logger.error({ err, method: call.method }, 'a gRPC handler threw');
+      call.fail(GrpcStatus.INTERNAL, 'internal error');
+    }
+  }
+
   /** @internal */
   releaseInbound(bytes: number): void {
     this.inbound -= bytes;
@@ -448,7 +458,7 @@ export class GrpcServer {
           const deliver = (bytes: Buffer) => {
             if (failed || !call.isOpen) return;
             try {
-              call.deliver(bytes);
+              this.guard(call, () => call.deliver(bytes));
             } finally {
               const n = Math.min(held.bytes, size + (bytes === m.bytes ? 0 : bytes.length));
               held.bytes -= n;
@@ -482,7 +492,7 @@ export class GrpcServer {
           if (!failed) call.halfClosed();
         });
       });
-      method.onOpen?.(call);
+      this.guard(call, () => method.onOpen?.(call));
       return;
     }
 
@@ -516,11 +526,11 @@ export class GrpcServer {
         return;
       }
       const r = request;
-      if (!r.compressed) method.onRequest!(call, r.bytes);
+      if (!r.compressed) this.guard(call, () => method.onRequest!(call, r.bytes));
       else
         compressed(r.bytes).then(
           (bytes) => {
-            if (call.isOpen) method.onRequest!(call, bytes);
+            if (call.isOpen) this.guard(call, () => method.onRequest!(call, bytes));
           },
           (err: unknown) => refuse(err),
         );

@@ -83,6 +83,7 @@ async function serve(kind: string): Promise<void> {
     port = await server.listen(0);
   }
   process.stdout.write(`READY ${port}\n`);
+  process.on('SIGTERM', () => process.exit(0)); // exits cleanly (so --cpu-prof writes its profile)
   process.stdin.on('data', (d) => {
     if (d.toString().includes('CPU')) {
       const u = process.cpuUsage();
@@ -171,7 +172,10 @@ async function measure(
   let units = 0;
   await Promise.all(
     Array.from({ length: inflight }, async () => {
-      while (performance.now() < until) units += await op();
+      while (performance.now() < until) {
+        const n = await op();
+        units += n;
+      }
     }),
   );
   const secs = (performance.now() - t0) / 1000;

@@ -221,6 +221,18 @@ export function parseTimeout(value: string | undefined): number | undefined {
   return Number(m[1]) * TIMEOUT_UNITS[m[2]!]!;
 }
 
+/** The longest delay a timer (`setTimeout`) can hold. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The deadline (ms since the epoch) a `grpc-timeout` gives a call started `now`: Infinity when there
+ * is none, and also when it is too far for a timer to hold — the official Java client opens Telemetry
+ * with 60 × 365 days (`31536000M`), which must mean "no deadline", never "already expired".
+ */
+export function deadlineOf(timeoutMs: number | undefined, now: number): number {
+  return timeoutMs === undefined || timeoutMs > MAX_TIMER_MS ? Infinity : now + timeoutMs;
+}
+
 /** Milliseconds → `grpc-timeout` (at most 8 digits, as the protocol requires). */
 export function formatTimeout(ms: number): string {
   const t = Math.max(0, Math.ceil(ms));

@@ -22,6 +22,7 @@ import {
   LimitError,
   MessageReader,
   parseTimeout,
+  deadlineOf,
   type GrpcError,
 } from './grpc-wire.js';
 import { ServerCall, type CallOwner, type PeerInfo } from './server-call.js';
@@ -391,7 +392,7 @@ export class GrpcServer {
     } catch (err) {
       return early((err as GrpcError).code, (err as GrpcError).message);
     }
-    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    const deadline = deadlineOf(timeoutMs, Date.now());
     const name = path.slice(path.lastIndexOf('/') + 1);
     const call = new ServerCall(stream, path, name, headers, conn.peer, deadline, conn);
     conn.calls.add(call);

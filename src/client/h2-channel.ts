@@ -166,6 +166,7 @@ export class H2Channel {
       if (!ignoreBackoff && Date.now() < this.retryAt && this.lastError)
         return Promise.reject(this.lastError);
       this.dialing = this.dial().finally(() => (this.dialing = undefined));
+      this.dialing.catch(() => {}); // each caller handles the failure; none may be left
     }
     if (deadline === Infinity) return this.dialing;
     return withDeadline(this.dialing, deadline);
@@ -213,18 +214,26 @@ export class H2Channel {
       }
       const session = http2.connect(authority, options);
       this.sessions.add(session);
+      let settled = false;
       const timer = setTimeout(() => {
         session.destroy();
-        reject(new Error(`no connection within ${DIAL_TIMEOUT_MS} ms`));
+        if (!settled) reject(new Error(`no connection within ${DIAL_TIMEOUT_MS} ms`));
+        settled = true;
       }, DIAL_TIMEOUT_MS);
       timer.unref();
       const onError = (err: Error) => {
         clearTimeout(timer);
         session.destroy();
-        reject(err);
+        if (!settled) reject(err);
+        settled = true;
       };
       session.once('error', onError);
-      session.once('connect', () => {
+      session.once('close', () => onError(new Error('the connection closed before the broker spoke HTTP/2')));
+      // Ready once the broker's SETTINGS arrive (as grpc-js): a port that accepts and drops the
+      // connection (a TLS-only broker, a dying one) is a failed dial, subject to backoff.
+      session.once('remoteSettings', () => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         session.off('error', onError);
         session.on('error', () => {}); // 'close' follows; calls fail on their own streams

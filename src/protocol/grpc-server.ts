@@ -461,8 +461,10 @@ export class GrpcEndpoint {
           if (done) return;
           done = true;
           streams.delete(call);
-          if (streams.size === 0) {
-            this.telemetry.delete(clientId);
+          if (streams.size === 0) this.telemetry.delete(clientId);
+          // The session ends when its last stream on this connection does (streams other connections
+          // opened with the same id neither keep it alive nor end it).
+          if (![...streams].some((c) => c.peer.connectionId === ctx.connectionId)) {
             broker.sessions.telemetryClosed(clientId, ctx.connectionId);
           }
         };

@@ -11,7 +11,7 @@ import { gzipSync, createGzip } from 'node:zlib';
 import { Code } from '../../src/common/codes.js';
 import { encode, fromMillis, type, decode } from '../../src/protocol/codec.js';
 import { RawClient } from './raw-client.js';
-import { startTestBroker, uniqueName, type TestBroker } from '../support/harness.js';
+import { startTestBroker, uniqueName, waitFor, type TestBroker } from '../support/harness.js';
 
 let b: TestBroker;
 let client: RawClient;
@@ -260,16 +260,21 @@ test("another connection cannot end a client's session or release its messages b
     const takeover = await attacker.telemetry({ client_type: 2, subscription: { group: { name: group } } });
     assert.equal(takeover.reply.status.code, Code.FORBIDDEN);
     takeover.end();
-    attacker.close();
     await new Promise((r) => setTimeout(r, 200));
     assert.ok(sessions.get(id), 'the session survived the other stream closing');
     assert.equal(sessions.get(id)!.telemetryOpen, true);
 
-    // Its own connection still can.
-    await victim.unary('NotifyClientTermination', { group: { name: group } });
-    assert.equal(sessions.get(id), undefined);
-    const again = await client.receiveMessages(group, topic, { pollMs: 1000 });
-    assert.equal(again.messages.length, 1, 'released by its own client');
+    // Nor does another connection's open stream keep the session alive once its own stream closes.
+    const lingering = await attacker.telemetry({ client_type: 2, subscription: { group: { name: group } } });
+    try {
+      telemetry!.end();
+      telemetry = undefined;
+      await waitFor(() => sessions.get(id) === undefined, { what: 'the session to end with its stream' });
+      const again = await client.receiveMessages(group, topic, { pollMs: 1000 });
+      assert.equal(again.messages.length, 1, 'released when its own client left');
+    } finally {
+      lingering.end();
+    }
   } finally {
     telemetry?.end();
     victim.close();

@@ -107,7 +107,11 @@ async function writeAtomically(file: string, text: string, mode: number): Promis
 }
 
 /** A self-signed ECDSA P-256 certificate for `hosts` plus the loopback names. */
-export async function generateSelfSigned(hosts: string[]): Promise<{ cert: string; key: string }> {
+export async function generateSelfSigned(
+  hosts: string[],
+  /** Source of the serial number's bytes (tests pass their own). */
+  random: (n: number) => Buffer = randomBytes,
+): Promise<{ cert: string; key: string }> {
   const pkijs = await import('pkijs');
   const asn1js = await import('asn1js');
   const engine = new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as never });
@@ -119,8 +123,9 @@ export async function generateSelfSigned(hosts: string[]): Promise<{ cert: strin
 
   const cert = new pkijs.Certificate();
   cert.version = 2;
-  const serial = randomBytes(16);
-  serial[0] = serial[0]! & 0x7f; // positive
+  const serial = random(16);
+  // Positive, and never a leading zero byte: DER wants the shortest encoding of the integer.
+  serial[0] = (serial[0]! & 0x3f) | 0x40;
   cert.serialNumber = new asn1js.Integer({ valueHex: serial });
   const name = () => [
     new pkijs.AttributeTypeAndValue({

@@ -65,7 +65,9 @@ test(
     const stop = new AbortController();
     const opened: PullConsumer[] = [];
     const open = () => {
-      const c = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 100, batchSize: 10 });
+      // After a rebalance the new owner re-reads what the old one consumed since its last commit:
+      // a short commit interval keeps that small however fast the client pulls.
+      const c = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 20, batchSize: 10 });
       opened.push(c);
       return c;
     };

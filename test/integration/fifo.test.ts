@@ -100,9 +100,11 @@ test('per-group order with two consumers: each group in order, one message at a 
 test('a failing head holds back only its own group; it comes back after the fixed interval', async () => {
   const { topic, group } = await setup();
   await sendGroups(topic, ['A', 'B'], 3);
+  // Taken before the request: the broker cannot start the 400 ms before it gets it, however long
+  // the answer then takes to arrive.
+  const failedAt = Date.now();
   const first = await client.receiveMessages(group, topic, { invisibleMs: 400 });
   assert.deepEqual(first.messages.map(body).sort(), ['A#0', 'B#0'], 'one head per group, same queue');
-  const failedAt = Date.now();
   const a0 = first.messages.find((m: Any) => body(m) === 'A#0');
   await client.ack(group, topic, [sp(first.messages.find((m: Any) => body(m) === 'B#0')).receipt_handle]);
   // B keeps flowing while A#0 is in flight.
@@ -141,8 +143,8 @@ test('a push consumer nack waits the fixed interval; an exhausted head goes to t
       .map((f) => f.message);
   let [m] = await push();
   assert.equal(body(m), 'A#0');
+  const nacked = Date.now(); // before the nack is sent (see above)
   await client.changeInvisible(group, topic, sp(m).receipt_handle, 0);
-  const nacked = Date.now();
   [m] = await push();
   assert.equal(body(m), 'A#0');
   assert.ok(Date.now() - nacked >= 140, 'the fixed FIFO interval (150 ms) is the floor');

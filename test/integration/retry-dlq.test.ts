@@ -113,8 +113,8 @@ test('push retry: the policy is enforced over 0 ms nacks, attempts count, new id
 test('simple consumer: retry after the invisible time, after changeInvisibleDuration, then the DLQ', async () => {
   const { topic, group } = await setup(1); // 2 deliveries
   await client.send(topic, [{ messageId: 'S1' }]);
+  const popped = Date.now(); // before the request: the broker starts the clock no earlier
   const first = await client.receiveMessages(group, topic, { invisibleMs: 300 });
-  const popped = Date.now();
   assert.equal(sp(first.messages[0]).delivery_attempt, 1);
   const again = await client.receiveMessages(group, topic, { invisibleMs: 5000, pollMs: 2000 });
   const back = Date.now() - popped;
@@ -205,11 +205,13 @@ test('waiting retries and in-flight messages survive a restart: nothing lost, no
     let c = new RawClient(`127.0.0.1:${b.grpcPort}`);
     await c.send('RT', [{ messageId: 'WAIT' }]);
     const [m] = await pushReceive(c, 'RG', 'RT', 0);
-    await c.changeInvisible('RG', 'RT', sp(m).receipt_handle, 0);
+    // Both taken before the request: the broker starts neither clock before it gets the request,
+    // however long its answer then takes to arrive.
     const nacked = Date.now();
+    await c.changeInvisible('RG', 'RT', sp(m).receipt_handle, 0);
     await c.send('RT', [{ messageId: 'FLY' }]);
-    const fly = await c.receiveMessages('RG', 'RT', { invisibleMs: 1200 });
     const popped = Date.now();
+    const fly = await c.receiveMessages('RG', 'RT', { invisibleMs: 1200 });
     assert.equal(fly.messages.length, 1);
     c.close();
     await b.close();

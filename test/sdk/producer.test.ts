@@ -12,7 +12,7 @@ import { Producer, VelaClientError, decodeMessageId, type SendReceipt } from '..
 import { startBroker } from '../../src/server.js';
 import { sleep } from '../helpers.js';
 import { FaultProxy } from './fault-proxy.js';
-import { startTestBroker, unique, type TestBroker, use, closeAll } from './support.js';
+import { startTestBroker, unique, type TestBroker, use, closeAll, waitFor } from './support.js';
 
 describe('Producer', () => {
   let b: TestBroker;
@@ -234,7 +234,8 @@ describe('Producer', () => {
     const ac = new AbortController();
     const before = proxy.sends.length;
     const pending = p.send({ topic: t, body: 'x' }, { signal: ac.signal });
-    await sleep(50);
+    // Abort once the request is on the wire (not after a fixed sleep, which a busy machine outlasts).
+    await waitFor(() => proxy.sends.length > before, { what: 'the send to reach the broker' });
     const t0 = Date.now();
     ac.abort();
     await assert.rejects(pending, { name: 'AbortError' });

@@ -34,6 +34,7 @@ if (mode === 'echo') {
     dataDir: dataDir!,
     grpcPort: 0,
     httpPort: 0,
+    remotingPort: 0,
     autoCreateTopics: true,
     autoCreateGroups: true,
     ...extra,

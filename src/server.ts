@@ -6,6 +6,7 @@
 import { Broker, type BrokerDeps } from './broker/broker.js';
 import { GrpcEndpoint, type Authenticator } from './protocol/grpc-server.js';
 import { loadCertificate, type TlsCertificate } from './protocol/transport/certificate.js';
+import { RemotingEndpoint } from './remoting/remoting-server.js';
 import { AdminOperations } from './admin/operations.js';
 import { startAdminHttp } from './admin/http-server.js';
 import { resolveConfig, type ConfigInput, type VelaConfig } from './common/config.js';
@@ -25,6 +26,10 @@ export interface RunningBroker {
   grpcPort: number;
   grpcPorts: number[];
   httpPort: number;
+  /** The RocketMQ Remoting port (name server and broker in one). */
+  remotingPort: number;
+  /** `host:port` Remoting clients are given in routes. */
+  remotingAddress: string;
   host: string;
   /** The certificate TLS is served with (absent when `tlsMode` is `disabled`). */
   tls?: TlsCertificate;
@@ -50,6 +55,7 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
     ...(diskUsage ? { diskUsage } : {}),
   });
   let grpc: GrpcEndpoint | undefined;
+  let remoting: RemotingEndpoint | undefined;
   let http: Awaited<ReturnType<typeof startAdminHttp>> | undefined;
   try {
     const g = config.grpc;
@@ -73,6 +79,12 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
       ...(authenticate ? { authenticate } : {}),
     });
     const grpcPort = grpc.ports[0]!;
+    remoting = await RemotingEndpoint.start(broker, {
+      host: config.host,
+      port: config.remotingPort,
+      autoCreateTopics: config.autoCreateTopics,
+      logger: logger.child({ module: 'remoting' }),
+    });
     http = await startAdminHttp(new AdminOperations(broker), {
       host: config.host,
       port: config.httpPort,
@@ -81,11 +93,13 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
       ...(config.httpTls && tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
     });
   } catch (err) {
+    await remoting?.close(0);
     await grpc?.close(0);
     await broker.close();
     throw err;
   }
   const g = grpc;
+  const r = remoting;
   const h = http;
   let closing: Promise<void> | null = null;
   return {
@@ -94,12 +108,14 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
     grpcPort: g.ports[0]!,
     grpcPorts: g.ports,
     httpPort: h.port,
+    remotingPort: r.ports[0]!,
+    remotingAddress: r.address,
     host: config.host,
     ...(tls ? { tls } : {}),
     close: () => {
       if (!closing) {
         closing = (async () => {
-          await g.close(config.shutdownGraceMs);
+          await Promise.all([g.close(config.shutdownGraceMs), r.close(config.shutdownGraceMs)]);
           await h.app.close();
           await broker.close();
         })();

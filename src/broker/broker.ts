@@ -23,6 +23,9 @@ import { FlowControl } from './flow-control.js';
 import { dlqTopicOf, resendRecord } from './consume/retry-records.js';
 import { OffsetStore } from './offsets.js';
 import { PullService } from './pull.js';
+import { ConsumerManager } from './consumer-manager.js';
+import { QueueLocks } from './queue-locks.js';
+import { SendBackService } from './send-back.js';
 
 /** What the broker needs at run time besides its settings. */
 export interface BrokerDeps {
@@ -52,6 +55,12 @@ export class Broker {
   readonly flow: FlowControl;
   readonly offsets: OffsetStore;
   readonly pull: PullService;
+  /** Queue-granularity clients registered by heartbeat (the Remoting endpoint's consumers). */
+  readonly consumers: ConsumerManager;
+  /** Orderly queue-granularity consumers' queue locks. */
+  readonly queueLocks: QueueLocks;
+  /** Retries and dead letters of queue-granularity consumers (`%RETRY%<group>`). */
+  readonly sendBack: SendBackService;
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the broker is closing'));
   private closing: Promise<void> | null = null;
 
@@ -76,6 +85,10 @@ export class Broker {
     this.sessions = parts.sessions;
     this.consume = parts.consume;
     this.offsets = parts.offsets;
+    const now = () => clock.now();
+    this.consumers = new ConsumerManager(now);
+    this.queueLocks = new QueueLocks(now);
+    this.sendBack = new SendBackService(store, this.topics, now, logger.child({ module: 'send-back' }));
     this.pull = new PullService(
       store,
       this.topics,
@@ -84,6 +97,8 @@ export class Broker {
       this.offsets,
       (g) => this.consume.requireGroup(g),
       config.consume.maxPollMs,
+      now,
+      (g) => this.consumers.clusteringIds(g),
     );
     this.flow = new FlowControl(this.consume, config.flowControl, logger.child({ module: 'flow' }));
     this.produce = new ProduceService(store, this.topics, config.produce, {
@@ -149,6 +164,7 @@ export class Broker {
       await consume.start();
       broker.flow.start();
       broker.timers.interval(() => sessions.sweep(), 5_000, { unref: true });
+      broker.timers.interval(() => broker.consumers.sweep(), 10_000, { unref: true });
       return broker;
     } catch (err) {
       await store.close();
@@ -159,6 +175,12 @@ export class Broker {
   /** The offsets, size and last store time of one queue. */
   queueState(topic: string, queueId: number): QueueState {
     return this.store.queueState(topic, queueId);
+  }
+
+  /** The message stored at a log position (RocketMQ's commit-log offset), or null. */
+  messageAt(logPosition: number): Promise<BrokerMessage | null> {
+    if (!Number.isSafeInteger(logPosition) || logPosition < 0) return Promise.resolve(null);
+    return this.store.getMessage(logPosition);
   }
 
   /** Storage figures for brokerStatus. */

@@ -29,12 +29,25 @@ export interface ProduceMessage {
   messageType?: SendableType;
   bodyEncoding?: 'IDENTITY' | 'GZIP';
   traceContext?: string;
+  /**
+   * The queue the producer chose (Remoting producers choose queues themselves, e.g. for ordered
+   * sends with a selector). Absent: the server chooses. Ignored for FIFO messages, whose queue
+   * follows from their message group.
+   */
+  queueId?: number;
+  /**
+   * Whether the message's type must match the topic's `message.type`. @defaultValue true.
+   * RocketMQ's broker leaves that check to the proxy, so its Remoting clients never meet it.
+   */
+  checkType?: boolean;
 }
 
 export interface SendReceipt {
   messageId: string;
   queueId: number;
   queueOffset: number;
+  /** Where the message is stored (RocketMQ's commit-log offset, in its offset message id). */
+  logPosition?: number;
   transactionId?: string;
 }
 
@@ -174,7 +187,12 @@ export class ProduceService {
       const stored = await this.store.append(inputs);
       for (let j = 0; j < stored.length; j++) {
         const r = stored[j]!;
-        results[slots[j]!] = { messageId: r.messageId, queueId: r.queueId, queueOffset: r.queueOffset };
+        results[slots[j]!] = {
+          messageId: r.messageId,
+          queueId: r.queueId,
+          queueOffset: r.queueOffset,
+          logPosition: r.logPosition,
+        };
       }
     }
     return results;
@@ -238,7 +256,8 @@ export class ProduceService {
     }
 
     const type = m.messageType ?? (m.messageGroup ? 'FIFO' : m.deliveryTimestamp ? 'DELAY' : 'NORMAL');
-    if (topic.messageType !== MessageType.MIXED && type !== topic.messageType) {
+    const checkType = m.checkType !== false;
+    if (checkType && topic.messageType !== MessageType.MIXED && type !== topic.messageType) {
       throw new VelaError(
         'MESSAGE_TYPE_CONFLICT',
         `a ${type} message cannot go to ${topic.name}, a ${topic.messageType} topic`,
@@ -246,7 +265,7 @@ export class ProduceService {
     }
     if (type === 'FIFO' && !m.messageGroup)
       throw new VelaError('ILLEGAL_MESSAGE_GROUP', 'a FIFO message needs a message group');
-    if (type !== 'FIFO' && m.messageGroup) {
+    if (checkType && type !== 'FIFO' && m.messageGroup) {
       throw new VelaError('MESSAGE_TYPE_CONFLICT', `a ${type} message cannot carry a message group`);
     }
     if (type === 'DELAY' || type === 'TRANSACTION') {
@@ -262,7 +281,7 @@ export class ProduceService {
     if (m.traceContext) properties[TRACE_CONTEXT_PROPERTY] = m.traceContext;
     return {
       topic: topic.name,
-      queueId: this.chooseQueue(topic, m.messageGroup),
+      queueId: this.chooseQueue(topic, m.messageGroup, m.queueId),
       messageId: m.messageId,
       body: m.body,
       ...(m.tag ? { tag: m.tag } : {}),
@@ -275,9 +294,15 @@ export class ProduceService {
     };
   }
 
-  private chooseQueue(topic: TopicConfig, messageGroup: string | undefined): number {
+  private chooseQueue(topic: TopicConfig, messageGroup: string | undefined, chosen?: number): number {
     const n = topic.writeQueueNums;
     if (messageGroup) return Math.abs(javaHash(messageGroup) % n);
+    if (chosen !== undefined) {
+      if (!Number.isInteger(chosen) || chosen < 0 || chosen >= Math.max(n, topic.readQueueNums)) {
+        throw new VelaError('BAD_REQUEST', `queue ${chosen} is not a queue of ${topic.name} (0…${n - 1})`);
+      }
+      return chosen;
+    }
     const next = ((this.roundRobin.get(topic.name) ?? -1) + 1) % n;
     this.roundRobin.set(topic.name, next);
     return next;

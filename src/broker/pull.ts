@@ -6,6 +6,10 @@
  *
  * A pull below the queue's first stored offset (retention removed it) is answered with the offset to
  * continue from, not an error that stops the consumer; so is a pull after an admin reset.
+ *
+ * A message stored with a due time (a retry waiting in `%RETRY%<group>`) is handed out only once due:
+ * a pull stops at the first message of the queue that is not, and long-polls until it is. Such
+ * queues hold due times in storage order, so nothing behind a waiting message is ever due earlier.
  */
 import { VelaError } from '../common/errors.js';
 import type { MessageStore, StoredMessage } from '../store/index.js';
@@ -68,6 +72,9 @@ export class PullService {
     private readonly offsets: OffsetStore,
     private readonly requireGroup: (name: string) => Promise<unknown>,
     private readonly maxPollMs: number,
+    private readonly now: () => number = Date.now,
+    /** Other members sharing the group's queues (queue-granularity clients registered by heartbeat). */
+    private readonly otherMembers: (group: string) => readonly string[] = () => [],
   ) {
     store.onArrival((topic) => this.waiters.wake(topic));
   }
@@ -111,6 +118,7 @@ export class PullService {
           !this.isBroadcast(s, group),
       )
       .map((s) => s.clientId);
+    for (const id of this.otherMembers(group)) if (!live.includes(id)) live.push(id);
     if (!live.includes(clientId)) live.push(clientId);
     return allocateAveragely(queues, live, clientId);
   }
@@ -172,13 +180,26 @@ export class PullService {
         };
       }
       if (r.status === 'FOUND') {
+        const now = this.now();
+        const notDue = r.messages.findIndex((m) => m.deliveryTimestamp > now);
+        if (notDue !== 0) {
+          wait.cancel();
+          const due = notDue < 0 ? r.messages : r.messages.slice(0, notDue);
+          return {
+            status: 'FOUND',
+            messages: due.filter((m) => req.filter.matches(m.tag)),
+            nextOffset: notDue < 0 ? r.nextOffset : r.messages[notDue]!.queueOffset,
+            ...base,
+          };
+        }
+        // The head is not due yet: wait for it (or for the poll to end).
         wait.cancel();
-        return {
-          status: 'FOUND',
-          messages: r.messages.filter((m) => req.filter.matches(m.tag)),
-          nextOffset: r.nextOffset,
-          ...base,
-        };
+        if (Date.now() >= until || req.signal?.aborted) {
+          return { status: 'NO_NEW_MESSAGE', messages: [], nextOffset: req.offset, ...base };
+        }
+        const dueIn = r.messages[0]!.deliveryTimestamp - now;
+        await this.waiters.park(req.topic, Math.min(until - Date.now(), dueIn), req.signal).promise;
+        continue;
       }
       if (Date.now() >= until || req.signal?.aborted) {
         wait.cancel();

@@ -78,12 +78,13 @@ export async function runBroker(flags: BrokerFlags): Promise<number> {
     logger.info(
       {
         grpc: running.grpcPorts.map((p) => `${running.host}:${p}`),
+        remoting: running.remotingAddress,
         http,
         dataDir: config.dataDir,
         flush: config.flush,
         configFile: config.configFile,
       },
-      `Vela broker ready: gRPC ${grpc} · admin HTTP ${http} · data ${config.dataDir} (flush ${config.flush})`,
+      `Vela broker ready: gRPC ${grpc} · Remoting ${running.remotingAddress} · admin HTTP ${http} · data ${config.dataDir} (flush ${config.flush})`,
     );
   }
 
@@ -117,7 +118,9 @@ async function report(err: unknown, config?: BrokerConfig, logger?: Logger): Pro
       ? '--http-port'
       : /^gRPC/.test(message)
         ? '--grpc-port'
-        : 'another port';
+        : /^Remoting/.test(message)
+          ? '--remoting-port'
+          : 'another port';
     process.stderr.write(`vela broker: ${oneLine(message)} (choose another with ${flag})\n`);
   } else if (isVelaError(err)) {
     process.stderr.write(`vela broker: ${oneLine(message)}\n`);

@@ -207,9 +207,16 @@ export const TOP_SCHEMA = {
     flag: '--http-port <port>',
     env: 'VELA_HTTP_PORT',
   } as Setting<number>,
+  remotingPort: {
+    default: 9876,
+    doc: 'RocketMQ Remoting port (name server and broker in one, for 4.x clients, `mqadmin` and the Dashboard; also served on port − 2, the "VIP channel", when that is free); `0` picks a free port',
+    kind: { type: 'port' },
+    flag: '--remoting-port <port>',
+    env: 'VELA_REMOTING_PORT',
+  } as Setting<number>,
   host: {
     default: '127.0.0.1',
-    doc: 'address both servers listen on',
+    doc: 'address the servers listen on',
     kind: { type: 'string' },
     flag: '--host <address>',
     env: 'VELA_HOST',
@@ -438,6 +445,13 @@ function checkPort(value: unknown, bad: (why: string) => VelaError): number {
 }
 
 function crossCheck(c: VelaConfig, sourceOf: SourceOf): void {
+  if (c.remotingPort !== 0 && (c.grpcPorts.includes(c.remotingPort) || c.httpPort === c.remotingPort)) {
+    throw illegal(
+      sourceOf('remotingPort'),
+      'remotingPort',
+      `port ${c.remotingPort} is also given as a gRPC or HTTP port`,
+    );
+  }
   if (c.httpPort !== 0 && c.grpcPorts.includes(c.httpPort)) {
     throw illegal(
       sourceOf('httpPort'),

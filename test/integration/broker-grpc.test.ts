@@ -381,6 +381,7 @@ test('in-flight state survives a restart: handles stay valid, nothing comes back
       dataDir: d.path,
       grpcPort: 0,
       httpPort: 0,
+      remotingPort: 0,
       consume: { minInvisibleMs: 100 },
     });
     await b.broker.topics.upsert('RestartTopic', {});
@@ -399,7 +400,13 @@ test('in-flight state survives a restart: handles stay valid, nothing comes back
     c.close();
     await b.close();
 
-    b = await startBroker({ dataDir: d.path, grpcPort: 0, httpPort: 0, consume: { minInvisibleMs: 100 } });
+    b = await startBroker({
+      dataDir: d.path,
+      grpcPort: 0,
+      httpPort: 0,
+      remotingPort: 0,
+      consume: { minInvisibleMs: 100 },
+    });
     c = new RawClient(`127.0.0.1:${b.grpcPort}`);
     assert.equal(
       (await c.ack('RestartGroup', 'RestartTopic', [byId.get('R1')!])).status.code,

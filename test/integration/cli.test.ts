@@ -113,7 +113,7 @@ describe('vela admin', { concurrency: true, timeout: 90_000 }, () => {
   const admin = (...args: string[]) => runCli(['admin', ...args, '-n', addr]);
 
   before(async () => {
-    running = await startBroker({ dataDir: dir.path, grpcPort: 0, httpPort: 0 });
+    running = await startBroker({ dataDir: dir.path, grpcPort: 0, httpPort: 0, remotingPort: 0 });
     addr = `127.0.0.1:${running.httpPort}`;
   });
   after(async () => {
@@ -458,16 +458,35 @@ describe('vela broker', { concurrency: true, timeout: 90_000 }, () => {
   test('starts, logs one ready line, refuses a second broker on its data dir, exits 0 on SIGTERM', async () => {
     const dir = tempDir('vela-cli-broker-');
     try {
-      const first = startCli(['--data-dir', dir.path, '--grpc-port', '0', '--http-port', '0']);
+      const first = startCli([
+        '--data-dir',
+        dir.path,
+        '--grpc-port',
+        '0',
+        '--http-port',
+        '0',
+        '--remoting-port',
+        '0',
+      ]);
       const ready = await first.ready;
       assert.match(
         ready.msg,
-        /^Vela broker ready: gRPC 127\.0\.0\.1:\d+ · admin HTTP http:\/\/127\.0\.0\.1:\d+ · data .+ \(flush sync\)$/,
+        /^Vela broker ready: gRPC 127\.0\.0\.1:\d+ · Remoting 127\.0\.0\.1:\d+ · admin HTTP http:\/\/127\.0\.0\.1:\d+ · data .+ \(flush sync\)$/,
       );
       const health = await fetch(`${ready.http}/healthz`);
       assert.equal(health.status, 200);
 
-      const second = await runCli(['broker', '--data-dir', dir.path, '--grpc-port', '0', '--http-port', '0']);
+      const second = await runCli([
+        'broker',
+        '--data-dir',
+        dir.path,
+        '--grpc-port',
+        '0',
+        '--http-port',
+        '0',
+        '--remoting-port',
+        '0',
+      ]);
       assertOneLineError(second, 1, /locked|in use/, 'second broker on the same data dir');
 
       const exited = exitOf(first.child);
@@ -494,6 +513,8 @@ describe('vela broker', { concurrency: true, timeout: 90_000 }, () => {
         '0',
         '--http-port',
         String(port),
+        '--remoting-port',
+        '0',
       ]);
       assertOneLineError(
         r,

@@ -178,7 +178,13 @@ test('a FIFO topic read by a non-orderly group is consumed concurrently', async 
 test('FIFO state survives a restart: held messages stay behind their in-flight head, acked ones do not return', async () => {
   const d = tempDir();
   try {
-    const opts = { dataDir: d.path, grpcPort: 0, httpPort: 0, consume: { minInvisibleMs: 100 } };
+    const opts = {
+      dataDir: d.path,
+      grpcPort: 0,
+      httpPort: 0,
+      remotingPort: 0,
+      consume: { minInvisibleMs: 100 },
+    };
     let b = await startBroker(opts);
     await b.broker.topics.upsert('FR', {
       readQueueNums: 1,

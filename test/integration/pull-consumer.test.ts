@@ -9,7 +9,7 @@ import { tempDir, sleep } from '../helpers.js';
 import { RawClient } from './raw-client.js';
 
 async function broker(dataDir: string, grpcPort = 0): Promise<RunningBroker> {
-  return startBroker({ dataDir, grpcPort, httpPort: 0 });
+  return startBroker({ dataDir, grpcPort, httpPort: 0, remotingPort: 0 });
 }
 
 async function fill(b: RunningBroker, topic: string, n: number, prefix = 'm'): Promise<void> {

@@ -111,7 +111,7 @@ test('pulls by offset, bounded by count; long polling at the end; next_offset to
 test('committed offsets: GetOffset before any commit, UpdateOffset, QueryOffset policies; they survive a restart', async () => {
   const d = tempDir();
   try {
-    let b = await startBroker({ dataDir: d.path, grpcPort: 0, httpPort: 0 });
+    let b = await startBroker({ dataDir: d.path, grpcPort: 0, httpPort: 0, remotingPort: 0 });
     await b.broker.topics.upsert('OT', { readQueueNums: 2, writeQueueNums: 2 });
     await b.broker.groups.upsert('OG', {});
     let c = new RawClient(`127.0.0.1:${b.grpcPort}`);
@@ -150,7 +150,7 @@ test('committed offsets: GetOffset before any commit, UpdateOffset, QueryOffset 
     c.close();
     await b.close();
 
-    b = await startBroker({ dataDir: d.path, grpcPort: 0, httpPort: 0 });
+    b = await startBroker({ dataDir: d.path, grpcPort: 0, httpPort: 0, remotingPort: 0 });
     c = new RawClient(`127.0.0.1:${b.grpcPort}`);
     assert.equal((await c.unary('GetOffset', { group: { name: 'OG' }, message_queue: mq(0) })).offset, 2);
     assert.equal((await c.unary('GetOffset', { group: { name: 'OG' }, message_queue: mq(1) })).offset, 3);
@@ -212,6 +212,7 @@ test('a pull below the retained range answers where to continue, not an error th
       dataDir: d.path,
       grpcPort: 0,
       httpPort: 0,
+      remotingPort: 0,
       store: { segmentSize: 4096 },
       diskUsage: async () => ({ totalBytes: 100, usedBytes: used }),
     });

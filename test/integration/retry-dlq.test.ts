@@ -198,7 +198,13 @@ test('the admin API lists dead letters and resends them to the group', async () 
 test('waiting retries and in-flight messages survive a restart: nothing lost, nothing early', async () => {
   const d = tempDir();
   try {
-    const opts = { dataDir: d.path, grpcPort: 0, httpPort: 0, consume: { minInvisibleMs: 100 } };
+    const opts = {
+      dataDir: d.path,
+      grpcPort: 0,
+      httpPort: 0,
+      remotingPort: 0,
+      consume: { minInvisibleMs: 100 },
+    };
     let b = await startBroker(opts);
     await b.broker.topics.upsert('RT', {});
     await b.broker.groups.upsert('RG', { retryPolicy: { type: 'CUSTOMIZED', next: [1500] } });
@@ -246,6 +252,7 @@ test('flow control: sends are refused over the backlog threshold and on a full d
       dataDir: d.path,
       grpcPort: 0,
       httpPort: 0,
+      remotingPort: 0,
       flowControl: { maxReadyBacklog: 5, checkIntervalMs: 30 },
       consume: { maxParkedReceives: 1 },
       store: { diskCheckIntervalMs: 20 },

@@ -91,6 +91,7 @@ describe('interop: PushConsumer (child process)', { concurrency: true }, () => {
       host: '127.0.0.1',
       grpcPort: 0,
       httpPort: 0,
+      remotingPort: 0,
       consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS },
       shutdownGraceMs: 1000,
     });

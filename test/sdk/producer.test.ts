@@ -369,6 +369,7 @@ test('a broker restart in the middle of a send loop loses no acknowledged messag
     dataDir: b.dataDir,
     grpcPort: port,
     httpPort: 0,
+    remotingPort: 0,
     consume: { minInvisibleMs: 100 },
     shutdownGraceMs: 1000,
   });

@@ -31,6 +31,7 @@ export async function startTestBroker(
   const running = await startBroker({
     grpcPort: 0,
     httpPort: 0,
+    remotingPort: 0,
     consume: { minInvisibleMs: 100 },
     shutdownGraceMs: 1000,
     ...extra,

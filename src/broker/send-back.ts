@@ -1,0 +1,187 @@
+/**
+ * Retries of queue-granularity consumers (RocketMQ 4.x `consumerSendMsgBack`): a message a consumer
+ * failed goes, as a new record, to its group's retry topic `%RETRY%<group>`, which the group's
+ * consumers subscribe to and pull like any topic, or to `%DLQ%<group>` once it has been reconsumed
+ * `maxReconsumeTimes` times (or the client asks for the DLQ with a negative delay level).
+ *
+ * The wait before a retry is one of RocketMQ's 18 delay levels (1 s … 2 h). The retry topic has one
+ * queue per level (queue = level − 1) and every record carries its due time, so due times only grow
+ * within a queue: a pull hands a queue's messages out only once due, stopping at the first one that
+ * is not (pull.ts), and waiting retries live on disk, not in memory. Level 0 means "the broker
+ * decides": the group's retry policy for that attempt, rounded up to a level (the default policy is
+ * exactly RocketMQ's 3 + reconsumeTimes).
+ *
+ * The retry keeps the message's `UNIQ_KEY` (its message id), as RocketMQ does, and records the first
+ * topic in `RETRY_TOPIC` and the first id in `ORIGIN_MESSAGE_ID`.
+ */
+import { VelaError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import type { MessageInput, MessageStore, StoredMessage } from '../store/index.js';
+import type { GroupConfig, TopicConfig } from './metadata.js';
+import { DLQ_PREFIX, RETRY_PREFIX, dlqTopicOf } from './names.js';
+import { retryDelayMs } from './retry-policy.js';
+import type { TopicRegistry } from './topic-registry.js';
+
+const S = 1000;
+const M = 60 * S;
+/** RocketMQ's `messageDelayLevel`: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h. */
+export const DELAY_LEVELS_MS: readonly number[] = Object.freeze([
+  1 * S,
+  5 * S,
+  10 * S,
+  30 * S,
+  1 * M,
+  2 * M,
+  3 * M,
+  4 * M,
+  5 * M,
+  6 * M,
+  7 * M,
+  8 * M,
+  9 * M,
+  10 * M,
+  20 * M,
+  30 * M,
+  60 * M,
+  120 * M,
+]);
+export const MAX_DELAY_LEVEL = DELAY_LEVELS_MS.length;
+
+export const RETRY_TOPIC = 'RETRY_TOPIC';
+export const ORIGIN_MESSAGE_ID = 'ORIGIN_MESSAGE_ID';
+export const DLQ_ORIGIN_TOPIC = 'DLQ_ORIGIN_TOPIC';
+export const DLQ_ORIGIN_MESSAGE_ID = 'DLQ_ORIGIN_MESSAGE_ID';
+
+/** A group's retry topic for queue-granularity consumers. */
+export function groupRetryTopic(group: string): string {
+  return `${RETRY_PREFIX}${group}`;
+}
+
+/** The group of a `%RETRY%<group>` topic, or undefined for other topics. */
+export function groupOfRetryTopic(topic: string): string | undefined {
+  return topic.startsWith(RETRY_PREFIX) ? topic.slice(RETRY_PREFIX.length) : undefined;
+}
+
+/** The smallest delay level whose delay is at least `ms` (18 for anything over 2 h). */
+export function levelForDelay(ms: number): number {
+  for (let i = 0; i < DELAY_LEVELS_MS.length; i++) if (DELAY_LEVELS_MS[i]! >= ms) return i + 1;
+  return MAX_DELAY_LEVEL;
+}
+
+export interface SendBackRequest {
+  /** The failed message. */
+  message: StoredMessage;
+  group: string;
+  /** 0: the broker decides; < 0: straight to the DLQ; 1…18: that level (higher is clamped). */
+  delayLevel: number;
+  /** The id the client knows the message by (`ORIGIN_MESSAGE_ID` when absent). */
+  originMessageId?: string;
+  /** Retries after which the message goes to the DLQ. @defaultValue the group's retryMaxTimes */
+  maxReconsumeTimes?: number;
+}
+
+export interface SendBackResult {
+  topic: string;
+  queueId: number;
+  queueOffset: number;
+  deadLettered: boolean;
+  /** When the retry is due (0 for a dead letter). */
+  dueAt: number;
+}
+
+export class SendBackService {
+  /** Dead letters sent by this path since start, per group. */
+  readonly deadLettered = new Map<string, number>();
+
+  constructor(
+    private readonly store: MessageStore,
+    private readonly topics: TopicRegistry,
+    private readonly now: () => number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The group's retry topic, created on first use (one queue per delay level, read + write). */
+  async ensureRetryTopic(group: string): Promise<TopicConfig> {
+    const name = groupRetryTopic(group);
+    const t = this.topics.get(name);
+    if (t) return t;
+    return this.topics.upsert(
+      name,
+      { readQueueNums: MAX_DELAY_LEVEL, writeQueueNums: MAX_DELAY_LEVEL },
+      { system: true },
+    );
+  }
+
+  private async ensureDlq(group: string): Promise<string> {
+    const name = dlqTopicOf(group);
+    if (!this.topics.get(name))
+      await this.topics.upsert(name, { readQueueNums: 1, writeQueueNums: 1 }, { system: true });
+    return name;
+  }
+
+  /** Store the failed message as a retry (or a dead letter) of `group`. */
+  async sendBack(req: SendBackRequest, group: GroupConfig): Promise<SendBackResult> {
+    const m = req.message;
+    if (m.topic.startsWith(DLQ_PREFIX)) {
+      throw new VelaError('BAD_REQUEST', `${m.topic} is a dead-letter queue: its messages are not retried`);
+    }
+    const max = req.maxReconsumeTimes ?? group.retryMaxTimes;
+    const firstTopic = m.properties[RETRY_TOPIC] ?? m.topic;
+    const originId = m.properties[ORIGIN_MESSAGE_ID] ?? (req.originMessageId || m.messageId);
+    const reconsumeTimes = m.reconsumeTimes + 1;
+    const base = {
+      messageId: m.messageId,
+      body: m.body,
+      ...(m.tag ? { tag: m.tag } : {}),
+      ...(m.keys.length ? { keys: m.keys } : {}),
+      ...(m.messageGroup ? { messageGroup: m.messageGroup } : {}),
+      bornTimestamp: m.bornTimestamp,
+      ...(m.bornHost ? { bornHost: m.bornHost } : {}),
+      sysFlag: m.sysFlag,
+      reconsumeTimes,
+    };
+    if (m.reconsumeTimes >= max || req.delayLevel < 0) {
+      const topic = await this.ensureDlq(group.name);
+      const record: MessageInput = {
+        ...base,
+        topic,
+        queueId: 0,
+        properties: {
+          ...m.properties,
+          [RETRY_TOPIC]: firstTopic,
+          [ORIGIN_MESSAGE_ID]: originId,
+          [DLQ_ORIGIN_TOPIC]: firstTopic,
+          [DLQ_ORIGIN_MESSAGE_ID]: originId,
+        },
+      };
+      const [r] = await this.store.append([record]);
+      this.deadLettered.set(group.name, (this.deadLettered.get(group.name) ?? 0) + 1);
+      this.logger.warn(
+        {
+          group: group.name,
+          topic: firstTopic,
+          messageId: originId,
+          reconsumeTimes: m.reconsumeTimes,
+          dlq: topic,
+        },
+        'message moved to the dead-letter queue',
+      );
+      return { topic, queueId: 0, queueOffset: r!.queueOffset, deadLettered: true, dueAt: 0 };
+    }
+    const level =
+      req.delayLevel > 0
+        ? Math.min(req.delayLevel, MAX_DELAY_LEVEL)
+        : levelForDelay(retryDelayMs(group.retryPolicy, reconsumeTimes));
+    const topic = (await this.ensureRetryTopic(group.name)).name;
+    const dueAt = this.now() + DELAY_LEVELS_MS[level - 1]!;
+    const record: MessageInput = {
+      ...base,
+      topic,
+      queueId: level - 1,
+      properties: { ...m.properties, [RETRY_TOPIC]: firstTopic, [ORIGIN_MESSAGE_ID]: originId },
+      deliveryTimestamp: dueAt,
+    };
+    const [r] = await this.store.append([record]);
+    return { topic, queueId: level - 1, queueOffset: r!.queueOffset, deadLettered: false, dueAt };
+  }
+}

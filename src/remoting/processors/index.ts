@@ -1,0 +1,50 @@
+/** The dispatch table: request code → processor. Codes not listed are answered REQUEST_CODE_NOT_SUPPORTED. */
+import { RequestCode } from '../codes.js';
+import type { Processor } from '../context.js';
+import { getBrokerClusterInfo, getRouteInfoByTopic } from './route.js';
+import { consumerSendMsgBack, sendBatchMessage, sendMessage } from './send.js';
+import { pullMessage } from './pull.js';
+import {
+  getMaxOffset,
+  getMinOffset,
+  queryConsumerOffset,
+  searchOffsetByTimestamp,
+  updateConsumerOffset,
+} from './offset.js';
+import {
+  checkClientConfig,
+  getConsumerListByGroup,
+  heartbeat,
+  lockBatchMq,
+  unlockBatchMq,
+  unregisterClient,
+} from './client.js';
+
+export function processors(): ReadonlyMap<number, Processor> {
+  const R = RequestCode;
+  return new Map<number, Processor>([
+    // name server
+    [R.GET_ROUTEINFO_BY_TOPIC, getRouteInfoByTopic],
+    [R.GET_BROKER_CLUSTER_INFO, getBrokerClusterInfo],
+    // producers
+    [R.SEND_MESSAGE, sendMessage(false)],
+    [R.SEND_MESSAGE_V2, sendMessage(true)],
+    [R.SEND_BATCH_MESSAGE, sendBatchMessage],
+    // consumers
+    [R.PULL_MESSAGE, pullMessage],
+    [R.LITE_PULL_MESSAGE, pullMessage],
+    [R.CONSUMER_SEND_MSG_BACK, consumerSendMsgBack],
+    [R.QUERY_CONSUMER_OFFSET, queryConsumerOffset],
+    [R.UPDATE_CONSUMER_OFFSET, updateConsumerOffset],
+    [R.GET_MAX_OFFSET, getMaxOffset],
+    [R.GET_MIN_OFFSET, getMinOffset],
+    [R.SEARCH_OFFSET_BY_TIMESTAMP, searchOffsetByTimestamp],
+    // clients
+    [R.HEART_BEAT, heartbeat],
+    [R.UNREGISTER_CLIENT, unregisterClient],
+    [R.GET_CONSUMER_LIST_BY_GROUP, getConsumerListByGroup],
+    [R.LOCK_BATCH_MQ, lockBatchMq],
+    [R.UNLOCK_BATCH_MQ, unlockBatchMq],
+    [R.CHECK_CLIENT_CONFIG, checkClientConfig],
+  ]);
+}

@@ -3,6 +3,7 @@
  * one-way requests to the client (NOTIFY_CONSUMER_IDS_CHANGED). Requests in progress (long-polling
  * pulls) are aborted when the connection closes.
  */
+import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import { encodeFrame, Flag, FrameDecoder, type RemotingCommand } from './frame.js';
 
@@ -27,6 +28,8 @@ export class RemotingConnection {
       '',
     );
     this.decoder = new FrameDecoder(maxFrameLength);
+    // Every pull in progress on the connection listens to it (a client pulls many queues at once).
+    setMaxListeners(0, this.aborts.signal);
   }
 
   /** Aborted when the connection closes. */

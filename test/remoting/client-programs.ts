@@ -1,0 +1,187 @@
+/**
+ * The Java and Go client programs the Remoting tests run: built once per set of pinned versions and
+ * sources, cached under `.cache/remoting-clients/` (gitignored), and run as child processes that
+ * report on stdout with `@@ {json}` lines. A missing toolchain or an unreachable registry fails the
+ * build with a message saying what is missing; concurrent test files share one build through a lock.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const root = resolve(here, '../..');
+const cacheRoot = join(root, '.cache', 'remoting-clients');
+
+function hashOf(dir: string, files: string[]): string {
+  const h = createHash('sha256');
+  for (const f of files.sort()) h.update(f).update(readFileSync(join(dir, f)));
+  return h.digest('hex').slice(0, 16);
+}
+
+function need(tool: string, args: string[], hint: string): void {
+  const r = spawnSync(tool, args, { encoding: 'utf8' });
+  if (r.error || r.status !== 0) {
+    throw new Error(
+      `the Remoting client tests need ${tool} (${hint}); running "${tool} ${args.join(' ')}" failed: ${r.error?.message ?? r.stderr}`,
+    );
+  }
+}
+
+function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  what: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
+  return new Promise((res, rej) => {
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('error', (err) => rej(new Error(`${what}: ${err.message}`)));
+    child.on('exit', (code) =>
+      code === 0 ? res() : rej(new Error(`${what} failed (exit ${code})${hint}\n${output.slice(-4000)}`)),
+    );
+  });
+}
+
+async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  mkdirSync(cacheRoot, { recursive: true });
+  const lock = `${dir}.lock`;
+  const until = Date.now() + 600_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      if (Date.now() > until) throw new Error(`timed out waiting for the build lock ${lock}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+let javaBuild: Promise<string> | null = null;
+
+/** The Java test program's classpath (built on first use). */
+export function javaClasspath(): Promise<string> {
+  return (javaBuild ??= (async () => {
+    const src = join(here, 'java');
+    const files = ['pom.xml', ...readdirSync(join(src, 'src')).map((f) => `src/${f}`)];
+    const dir = join(cacheRoot, `java-${hashOf(src, files)}`);
+    const classpath = `${join(dir, 'classes')}:${join(dir, 'lib')}/*`;
+    if (existsSync(join(dir, 'ok'))) return classpath;
+    return withLock(dir, async () => {
+      if (existsSync(join(dir, 'ok'))) return classpath;
+      need('java', ['-version'], 'a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless');
+      need('javac', ['-version'], 'a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless');
+      need('mvn', ['-v'], 'Maven, e.g. apt-get install maven');
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(join(dir, 'classes'), { recursive: true });
+      await run(
+        'mvn',
+        ['-q', '-B', 'dependency:copy-dependencies', `-DoutputDirectory=${join(dir, 'lib')}`],
+        src,
+        'resolving the Java client from Maven Central',
+        ' (is Maven Central reachable?)',
+      );
+      await run(
+        'javac',
+        [
+          '-nowarn',
+          '-cp',
+          `${join(dir, 'lib')}/*`,
+          '-d',
+          join(dir, 'classes'),
+          ...readdirSync(join(src, 'src')).map((f) => join(src, 'src', f)),
+        ],
+        src,
+        'compiling the Java test program',
+      );
+      writeFileSync(join(dir, 'ok'), new Date().toISOString());
+      return classpath;
+    });
+  })());
+}
+
+export interface ProgramEvent {
+  event: string;
+  [k: string]: unknown;
+}
+
+/**
+ * Run a client program to completion (or kill it after `timeoutMs`): its `@@` events, in order. A
+ * non-zero exit fails with the program's output.
+ */
+export function runProgram(
+  cmd: string,
+  args: string[],
+  opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<ProgramEvent[]> {
+  return new Promise((res, rej) => {
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd ?? root,
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const events: ProgramEvent[] = [];
+    let stdout = '';
+    let stderr = '';
+    let buf = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      rej(
+        new Error(
+          `${cmd} ${args[args.length - 5] ?? ''} timed out after ${opts.timeoutMs ?? 90_000} ms\n${stdout.slice(-3000)}\n${stderr.slice(-3000)}`,
+        ),
+      );
+    }, opts.timeoutMs ?? 90_000);
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      buf += d.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line.startsWith('@@ ')) events.push(JSON.parse(line.slice(3)) as ProgramEvent);
+      }
+    });
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      rej(err);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) res(events);
+      else rej(new Error(`${cmd} exited ${code}\n${stdout.slice(-4000)}\n${stderr.slice(-4000)}`));
+    });
+  });
+}
+
+/** Run a scenario of the Java program; `home` keeps the client's logs and local offsets out of $HOME. */
+export async function runJava(home: string, args: string[], timeoutMs = 90_000): Promise<ProgramEvent[]> {
+  const cp = await javaClasspath();
+  return runProgram(
+    'java',
+    [
+      '-Xss512k',
+      '-XX:+UseSerialGC',
+      '-XX:TieredStopAtLevel=1',
+      `-Duser.home=${home}`,
+      '-Drocketmq.client.logLevel=WARN',
+      '-cp',
+      cp,
+      'VelaRemotingClient',
+      ...args,
+    ],
+    { timeoutMs },
+  );
+}

@@ -38,6 +38,15 @@ export class Header {
     return n;
   }
 
+  /** A Java long that may exceed 2^53 (e.g. Long.MAX_VALUE as "no end"): clamped to safe integers. */
+  optLong(name: string): number | undefined {
+    const v = this.optStr(name);
+    if (v === undefined) return undefined;
+    if (!/^-?\d+$/.test(v)) throw new VelaError('BAD_REQUEST', `the header field "${name}" is not an integer: "${v}"`);
+    const n = Number(v);
+    return Math.max(Number.MIN_SAFE_INTEGER, Math.min(Number.MAX_SAFE_INTEGER, n));
+  }
+
   optBool(name: string): boolean | undefined {
     const v = this.optStr(name);
     return v === undefined ? undefined : v === 'true';

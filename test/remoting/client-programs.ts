@@ -34,6 +34,7 @@ function run(
   args: string[],
   cwd: string,
   what: string,
+  hint = '',
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<void> {
   return new Promise((res, rej) => {
@@ -184,4 +185,39 @@ export async function runJava(home: string, args: string[], timeoutMs = 90_000):
     ],
     { timeoutMs },
   );
+}
+
+/** Run the stock mqadmin (rocketmq-tools' MQAdminStartup) and return what it printed. */
+export async function runMqadmin(home: string, args: string[], timeoutMs = 60_000): Promise<string> {
+  const cp = await javaClasspath();
+  return new Promise((res, rej) => {
+    const child = spawn(
+      'java',
+      [
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        `-Duser.home=${home}`,
+        '-cp',
+        cp,
+        'org.apache.rocketmq.tools.command.MQAdminStartup',
+        ...args,
+      ],
+      { cwd: home, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      rej(new Error(`mqadmin ${args[0]} timed out\n${out}`));
+    }, timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      rej(err);
+    });
+    child.on('exit', () => {
+      clearTimeout(timer);
+      res(out);
+    });
+  });
 }

@@ -20,6 +20,26 @@ import {
   unregisterClient,
 } from './client.js';
 
+import {
+  getAllSubscriptionGroupConfig,
+  getAllTopicConfig,
+  getAllTopicList,
+  getBrokerConfig,
+  getBrokerRuntimeInfo,
+  getConsumeStats,
+  getConsumerConnectionList,
+  getProducerConnectionList,
+  getSystemTopicList,
+  getTopicConfig,
+  getTopicStatsInfo,
+  invokeBrokerToResetOffset,
+  queryMessage,
+  queryTopicConsumeByWho,
+  updateAndCreateSubscriptionGroup,
+  updateAndCreateTopic,
+  viewMessageById,
+} from './admin.js';
+
 export function processors(): ReadonlyMap<number, Processor> {
   const R = RequestCode;
   return new Map<number, Processor>([
@@ -46,5 +66,24 @@ export function processors(): ReadonlyMap<number, Processor> {
     [R.LOCK_BATCH_MQ, lockBatchMq],
     [R.UNLOCK_BATCH_MQ, unlockBatchMq],
     [R.CHECK_CLIENT_CONFIG, checkClientConfig],
+    // mqadmin
+    [R.UPDATE_AND_CREATE_TOPIC, updateAndCreateTopic],
+    [R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, updateAndCreateSubscriptionGroup],
+    [R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, getAllTopicList],
+    [R.QUERY_TOPIC_CONSUME_BY_WHO, queryTopicConsumeByWho],
+    [R.GET_TOPIC_STATS_INFO, getTopicStatsInfo],
+    [R.GET_TOPIC_CONFIG, getTopicConfig],
+    [R.GET_CONSUME_STATS, getConsumeStats],
+    [R.GET_CONSUMER_CONNECTION_LIST, getConsumerConnectionList],
+    [R.INVOKE_BROKER_TO_RESET_OFFSET, invokeBrokerToResetOffset],
+    [R.VIEW_MESSAGE_BY_ID, viewMessageById],
+    [R.QUERY_MESSAGE, queryMessage],
+    [R.GET_BROKER_RUNTIME_INFO, getBrokerRuntimeInfo],
+    // Dashboard
+    [R.GET_SYSTEM_TOPIC_LIST_FROM_NS, getSystemTopicList],
+    [R.GET_ALL_TOPIC_CONFIG, getAllTopicConfig],
+    [R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, getAllSubscriptionGroupConfig],
+    [R.GET_PRODUCER_CONNECTION_LIST, getProducerConnectionList],
+    [R.GET_BROKER_CONFIG, getBrokerConfig],
   ]);
 }

@@ -1,0 +1,135 @@
+/**
+ * The stock mqadmin (org.apache.rocketmq:rocketmq-tools 5.5.0, MQAdminStartup) against Vela: every
+ * tier-2 command of reference/remoting.md §A3, with its output checked.
+ */
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
+import { tempDir } from '../helpers.js';
+import { javaClasspath, runJava, runMqadmin, type ProgramEvent } from './client-programs.js';
+
+let b: TestBroker;
+const home = tempDir('vela-mqadmin-home-');
+const ns = () => `127.0.0.1:${b.running.remotingPort}`;
+const mqadmin = (...args: string[]) => runMqadmin(home.path, [...args, '-n', ns()]);
+/** Rows of a table mqadmin printed: whitespace-separated cells of the lines that start with `first`. */
+const rows = (out: string, first: string) =>
+  out
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((cells) => cells[0] === first);
+
+let topic: string;
+let group: string;
+let sent: ProgramEvent[];
+
+before(async () => {
+  await javaClasspath();
+  b = use(await startTestBroker());
+  topic = uniqueName('T');
+  group = uniqueName('G');
+});
+after(async () => {
+  await closeAll();
+  home.cleanup();
+});
+
+describe('mqadmin against Vela', { concurrency: false }, () => {
+  test('updateTopic (with -a +message.type=FIFO) and topicRoute', async () => {
+    const out = await mqadmin('updateTopic', '-c', 'DefaultCluster', '-t', topic, '-r', '4', '-w', '4');
+    assert.match(out, /create topic to 127\.0\.0\.1:\d+ success/);
+    const t = b.running.broker.topics.get(topic)!;
+    assert.deepEqual([t.readQueueNums, t.writeQueueNums, t.messageType], [4, 4, 'NORMAL']);
+    const fifo = uniqueName('F');
+    assert.match(
+      await mqadmin('updateTopic', '-c', 'DefaultCluster', '-t', fifo, '-a', '+message.type=FIFO'),
+      /success/,
+    );
+    assert.equal(b.running.broker.topics.get(fifo)?.messageType, 'FIFO');
+    const route = await mqadmin('topicRoute', '-t', topic);
+    assert.match(route, /"brokerName":"broker-0"/);
+    assert.match(route, /"readQueueNums":4/);
+    assert.match(route, new RegExp(`"127\\.0\\.0\\.1:${b.running.remotingPort}"`));
+  });
+
+  test('updateSubGroup, then a producer and a consumer make progress to show', async () => {
+    const out = await mqadmin('updateSubGroup', '-c', 'DefaultCluster', '-g', group, '-r', '3', '-o', 'true');
+    assert.match(out, /create subscription group to 127\.0\.0\.1:\d+ success/);
+    const g = b.running.broker.groups.get(group)!;
+    assert.deepEqual([g.retryMaxTimes, g.consumeMessageOrderly], [3, true]);
+    sent = (await runJava(home.path, ['send', ns(), topic, '4', 'TagQ'])).filter((e) => e.event === 'sent');
+    assert.equal(sent.length, 4);
+    await runJava(home.path, ['consume', ns(), topic, group, '4']);
+  });
+
+  test('topicList lists topics and every group as %RETRY%<group>', async () => {
+    const out = await mqadmin('topicList');
+    const names = out.split('\n').map((l) => l.trim());
+    assert.ok(names.includes(topic));
+    assert.ok(names.includes(`%RETRY%${group}`));
+  });
+
+  test('topicStatus shows min/max offsets per queue', async () => {
+    const out = await mqadmin('topicStatus', '-t', topic);
+    const r = rows(out, 'broker-0');
+    assert.equal(r.length, 4);
+    assert.equal(
+      r.reduce((n, cells) => n + Number(cells[3]), 0),
+      4,
+      `max offsets add up to the messages sent:\n${out}`,
+    );
+  });
+
+  test('consumerProgress shows broker and consumer offsets (diff 0 after consuming)', async () => {
+    const out = await mqadmin('consumerProgress', '-g', group);
+    const r = rows(out, topic);
+    assert.equal(r.length, 4, out);
+    assert.equal(
+      r.reduce((n, cells) => n + Number(cells[3]), 0),
+      4,
+    );
+    assert.equal(
+      r.reduce((n, cells) => n + Number(cells[4]), 0),
+      4,
+    );
+    assert.match(out, /Consume Diff Total: 0/);
+  });
+
+  test('resetOffsetByTime moves the group back to the start', async () => {
+    const out = await mqadmin('resetOffsetByTime', '-g', group, '-t', topic, '-s', '0');
+    const r = rows(out, 'broker-0');
+    assert.equal(r.length, 4, out);
+    assert.ok(r.every((cells) => cells[2] === '0'));
+    assert.deepEqual(
+      b.running.broker.offsets.list(group, topic).map((o) => o.offset),
+      [0, 0, 0, 0],
+    );
+    const progress = await mqadmin('consumerProgress', '-g', group);
+    assert.match(progress, /Consume Diff Total: 4/);
+  });
+
+  test('queryMsgById by offset id and by UNIQ_KEY; queryMsgByKey', async () => {
+    const first = sent[0]!;
+    const byOffset = await mqadmin('queryMsgById', '-t', topic, '-i', first.offsetMsgId as string);
+    assert.match(byOffset, new RegExp(`OffsetID:\\s+${first.offsetMsgId}`));
+    assert.match(byOffset, /Tags:\s+\[TagQ\]/);
+    assert.match(byOffset, new RegExp(`UNIQ_KEY=${first.msgId}`));
+    assert.match(byOffset, /color=blue/);
+    const byUniq = await mqadmin('queryMsgById', '-t', topic, '-i', first.msgId as string);
+    assert.match(byUniq, new RegExp(`OffsetID:\\s+${first.offsetMsgId}`));
+    const byKey = await mqadmin('queryMsgByKey', '-t', topic, '-k', 'x-1');
+    assert.match(byKey, new RegExp(sent[1]!.msgId as string));
+    assert.equal(rows(byKey, sent[1]!.msgId as string).length, 1);
+  });
+
+  test('clusterList and brokerStatus', async () => {
+    const cluster = await mqadmin('clusterList');
+    const r = rows(cluster, 'DefaultCluster');
+    assert.equal(r.length, 1, cluster);
+    assert.equal(r[0]![1], 'broker-0');
+    assert.equal(r[0]![3], ns());
+    const status = await mqadmin('brokerStatus', '-b', ns());
+    assert.match(status, /brokerVersionDesc\s+: V5_3_1 \(Vela\)/);
+    assert.match(status, /msgPutTotalTodayNow\s+: \d+/);
+  });
+});

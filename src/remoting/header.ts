@@ -42,7 +42,8 @@ export class Header {
   optLong(name: string): number | undefined {
     const v = this.optStr(name);
     if (v === undefined) return undefined;
-    if (!/^-?\d+$/.test(v)) throw new VelaError('BAD_REQUEST', `the header field "${name}" is not an integer: "${v}"`);
+    if (!/^-?\d+$/.test(v))
+      throw new VelaError('BAD_REQUEST', `the header field "${name}" is not an integer: "${v}"`);
     const n = Number(v);
     return Math.max(Number.MIN_SAFE_INTEGER, Math.min(Number.MAX_SAFE_INTEGER, n));
   }

@@ -63,7 +63,11 @@ export async function updateAndCreateTopic(ctx: RequestContext): Promise<Reply> 
 
 export function getTopicConfig(ctx: RequestContext): Reply {
   const t = ctx.broker.topics.get(ctx.header.str('topic'));
-  if (!t) return { code: ResponseCode.TOPIC_NOT_EXIST, remark: `No topic in this broker. topic: ${ctx.header.str('topic')}` };
+  if (!t)
+    return {
+      code: ResponseCode.TOPIC_NOT_EXIST,
+      remark: `No topic in this broker. topic: ${ctx.header.str('topic')}`,
+    };
   return { body: jsonBody({ topicConfig: topicConfigBody(t), ...topicConfigBody(t) }) };
 }
 
@@ -116,7 +120,9 @@ export function getAllSubscriptionGroupConfig(ctx: RequestContext): Reply {
       whichBrokerWhenConsumeSlowly: 1,
     };
   }
-  return { body: jsonBody({ subscriptionGroupTable: table, dataVersion: { counter: 0, timestamp: startedAt } }) };
+  return {
+    body: jsonBody({ subscriptionGroupTable: table, dataVersion: { counter: 0, timestamp: startedAt } }),
+  };
 }
 
 /** Every topic, and a `%RETRY%<group>` for every group (how mqadmin and the Dashboard list groups). */
@@ -167,14 +173,19 @@ export function getConsumeStats(ctx: RequestContext): Reply {
   const b = ctx.broker;
   const group = ctx.header.str('consumerGroup');
   if (!b.groups.get(group)) {
-    return { code: ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark: `the consumer group ${group} does not exist` };
+    return {
+      code: ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+      remark: `the consumer group ${group} does not exist`,
+    };
   }
   const only = ctx.header.optStr('topic');
   const topics = only ? (b.topics.get(only) ? [only] : []) : topicsOfGroup(b, group);
   const rows: (readonly [{ brokerName: string; queueId: number; topic: string }, unknown])[] = [];
   for (const topic of topics) {
     const popped = new Map(
-      b.consume.topicsOf(group).includes(topic) ? b.consume.progress(group, topic).map((p) => [p.queueId, p]) : [],
+      b.consume.topicsOf(group).includes(topic)
+        ? b.consume.progress(group, topic).map((p) => [p.queueId, p])
+        : [],
     );
     const t = b.topics.get(topic)!;
     for (let q = 0; q < t.readQueueNums; q++) {
@@ -221,8 +232,18 @@ export function getConsumerConnectionList(ctx: RequestContext): Reply {
   return {
     body: jsonBody({
       connectionSet: [
-        ...clients.map((c) => ({ clientAddr: c.remoteAddress, clientId: c.clientId, language: c.language, version: c.version })),
-        ...grpc.map((s) => ({ clientAddr: s.remoteAddress ?? '', clientId: s.clientId, language: s.language ?? 'OTHER', version: 0 })),
+        ...clients.map((c) => ({
+          clientAddr: c.remoteAddress,
+          clientId: c.clientId,
+          language: c.language,
+          version: c.version,
+        })),
+        ...grpc.map((s) => ({
+          clientAddr: s.remoteAddress ?? '',
+          clientId: s.clientId,
+          language: s.language ?? 'OTHER',
+          version: 0,
+        })),
       ],
       consumeFromWhere: first?.consumeFromWhere ?? 'CONSUME_FROM_LAST_OFFSET',
       consumeType: first ? first.consumeType : 'CONSUME_POP',
@@ -236,7 +257,12 @@ export function getProducerConnectionList(ctx: RequestContext): Reply {
   const clients = ctx.broker.consumers.producerClients(ctx.header.str('producerGroup'));
   return {
     body: jsonBody({
-      connectionSet: clients.map((c) => ({ clientAddr: c.remoteAddress, clientId: c.clientId, language: c.language, version: c.version })),
+      connectionSet: clients.map((c) => ({
+        clientAddr: c.remoteAddress,
+        clientId: c.clientId,
+        language: c.language,
+        version: c.version,
+      })),
     }),
   };
 }
@@ -249,13 +275,23 @@ export async function invokeBrokerToResetOffset(ctx: RequestContext): Promise<Re
   const queueId = h.optInt('queueId');
   const offset = h.optInt('offset');
   const timestamp = h.optLong('timestamp') ?? -1;
-  const to = offset !== undefined && offset >= 0 && queueId !== undefined && queueId >= 0 ? { offset } : { timestamp: timestamp < 0 ? Date.now() : timestamp };
-  const rows = await b.resetOffset(group, topic, to, queueId !== undefined && queueId >= 0 ? queueId : undefined);
+  const to =
+    offset !== undefined && offset >= 0 && queueId !== undefined && queueId >= 0
+      ? { offset }
+      : { timestamp: timestamp < 0 ? Date.now() : timestamp };
+  const rows = await b.resetOffset(
+    group,
+    topic,
+    to,
+    queueId !== undefined && queueId >= 0 ? queueId : undefined,
+  );
   // Consumers learn of it at their next pull (PULL_OFFSET_MOVED); a rebalance brings the queues back.
   ctx.endpoint.notifyConsumerIdsChanged(group);
   return {
     body: jsonBody({
-      offsetTable: mqMap(rows.map((r) => [{ brokerName: b.brokerName, queueId: r.queueId, topic }, r.newOffset] as const)),
+      offsetTable: mqMap(
+        rows.map((r) => [{ brokerName: b.brokerName, queueId: r.queueId, topic }, r.newOffset] as const),
+      ),
     }),
   };
 }
@@ -278,7 +314,11 @@ export async function queryMessage(ctx: RequestContext): Promise<Reply> {
   const byId = ctx.cmd.extFields._UNIQUE_KEY_QUERY === 'true';
   const found = byId ? await b.findMessageById(key, topic) : await b.findMessagesByKey(key, topic, maxNum);
   const inRange = found.filter((m) => m.storeTimestamp >= begin && m.storeTimestamp <= end).slice(0, maxNum);
-  if (inRange.length === 0) return { code: ResponseCode.QUERY_NOT_FOUND, remark: `no message with ${byId ? 'id' : 'key'} ${key} in ${topic}` };
+  if (inRange.length === 0)
+    return {
+      code: ResponseCode.QUERY_NOT_FOUND,
+      remark: `no message with ${byId ? 'id' : 'key'} ${key} in ${topic}`,
+    };
   return {
     extFields: { indexLastUpdateTimestamp: Date.now(), indexLastUpdatePhyoffset: 0 },
     body: encodeMessages(inRange, ctx.endpoint.host),
@@ -289,7 +329,8 @@ export async function queryMessage(ctx: RequestContext): Promise<Reply> {
 function storedTotal(b: Broker): number {
   let n = 0;
   for (const t of b.topics.list()) {
-    for (let q = 0; q < Math.max(t.readQueueNums, t.writeQueueNums); q++) n += b.queueState(t.name, q).maxOffset;
+    for (let q = 0; q < Math.max(t.readQueueNums, t.writeQueueNums); q++)
+      n += b.queueState(t.name, q).maxOffset;
   }
   return n;
 }

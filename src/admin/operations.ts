@@ -8,6 +8,7 @@ import type { GroupConfig, TopicConfig } from '../broker/metadata.js';
 import { VelaError } from '../common/errors.js';
 import type { BrokerMessage } from '../broker/message.js';
 import { messageTypeOf } from '../broker/produce.js';
+import { groupConsumerKinds } from '../broker/group-kinds.js';
 
 export interface TopicView {
   topic: string;
@@ -227,8 +228,11 @@ export class AdminOperations {
       (a, t) => a + (this.broker.topics.get(t) ? this.broker.consume.retryBacklog(group, t) : 0),
       0,
     );
-    const deadLettered = this.broker.consume.deadLettered.get(group) ?? 0;
-    return { group, queues, totalLag, inflight, waitingRetry, deadLettered };
+    const deadLettered =
+      (this.broker.consume.deadLettered.get(group) ?? 0) +
+      (this.broker.sendBack.deadLettered.get(group) ?? 0);
+    const mixed = groupConsumerKinds(this.broker, group).warning;
+    return { group, queues, totalLag, inflight, waitingRetry, deadLettered, warnings: mixed ? [mixed] : [] };
   }
 
   /** Move a group back or forward: to the first message at or after a time, or to an offset. */

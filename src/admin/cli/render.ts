@@ -94,7 +94,8 @@ export function renderConsumerProgress(p: ConsumerProgress): string {
       formatTime(q.lastStoreTimestamp),
     ]),
   );
-  return `${table}\nConsume Diff Total: ${p.totalLag}  In-flight Total: ${p.inflight}\n`;
+  const warnings = (p.warnings ?? []).map((w) => `WARNING: ${w}\n`).join('');
+  return `${table}\nConsume Diff Total: ${p.totalLag}  In-flight Total: ${p.inflight}\n${warnings}`;
 }
 
 export function renderConsumerConnection(conns: ConsumerConnections): string {

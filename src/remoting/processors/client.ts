@@ -30,8 +30,8 @@ interface HeartbeatData {
   consumerDataSet?: ConsumerData[];
 }
 
-/** Groups already warned about serving both protocols (one log line per group and process). */
-const warnedMixed = new Set<string>();
+/** Groups already warned about serving both kinds of consumer (one log line per group and broker). */
+const warnedMixed = new WeakMap<object, Set<string>>();
 
 export async function heartbeat(ctx: RequestContext): Promise<Reply> {
   const hb = parseBody<HeartbeatData>(ctx.cmd.body, 'HeartbeatData');
@@ -74,8 +74,10 @@ export async function heartbeat(ctx: RequestContext): Promise<Reply> {
       remoteAddress: ctx.conn.remoteAddress,
     });
     const kinds = groupConsumerKinds(b, group);
-    if (kinds.warning && !warnedMixed.has(group)) {
-      warnedMixed.add(group);
+    let warned = warnedMixed.get(b);
+    if (!warned) warnedMixed.set(b, (warned = new Set()));
+    if (kinds.warning && !warned.has(group)) {
+      warned.add(group);
       ctx.logger.warn({ group }, kinds.warning);
     }
   }

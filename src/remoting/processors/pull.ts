@@ -40,6 +40,15 @@ export async function pullMessage(ctx: RequestContext): Promise<Reply> {
   if (!config.consumeEnable) {
     return { code: ResponseCode.NO_PERMISSION, remark: `the consumer group ${group} cannot consume` };
   }
+  if (
+    !config.consumeBroadcastEnable &&
+    b.consumers.clients(group).some((c) => c.messageModel === 'BROADCASTING')
+  ) {
+    return {
+      code: ResponseCode.NO_PERMISSION,
+      remark: `the consumer group ${group} can not consume by broadcast way`,
+    };
+  }
 
   const commitOffset = h.optInt('commitOffset');
   if (sysFlag & PullSysFlag.COMMIT_OFFSET && commitOffset !== undefined && commitOffset >= 0) {

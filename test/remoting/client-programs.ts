@@ -221,3 +221,34 @@ export async function runMqadmin(home: string, args: string[], timeoutMs = 60_00
     });
   });
 }
+
+let goBuild: Promise<string> | null = null;
+
+/** The Go test program's binary (built on first use). */
+export function goBinary(): Promise<string> {
+  return (goBuild ??= (async () => {
+    const src = join(here, 'go');
+    const dir = join(cacheRoot, `go-${hashOf(src, ['go.mod', 'go.sum', 'main.go'])}`);
+    const bin = join(dir, 'vela-go-client');
+    if (existsSync(join(dir, 'ok'))) return bin;
+    return withLock(dir, async () => {
+      if (existsSync(join(dir, 'ok'))) return bin;
+      need('go', ['version'], 'Go 1.21+, e.g. apt-get install golang-go');
+      mkdirSync(dir, { recursive: true });
+      await run(
+        'go',
+        ['build', '-o', bin, '.'],
+        src,
+        'building the Go test program',
+        ' (is the Go module proxy reachable?)',
+      );
+      writeFileSync(join(dir, 'ok'), new Date().toISOString());
+      return bin;
+    });
+  })());
+}
+
+/** Run a scenario of the Go program; `home` keeps the client's files out of $HOME. */
+export async function runGo(home: string, args: string[], timeoutMs = 90_000): Promise<ProgramEvent[]> {
+  return runProgram(await goBinary(), args, { timeoutMs, env: { HOME: home } });
+}

@@ -46,4 +46,3 @@ test('Go producer and push consumer: tag, keys, properties and ids round-trip', 
   // (rocketmq-client-go v2.1.2 commits offsets on a 5 s timer and only partly at shutdown, so a
   // short-lived consumer's commits are not asserted here; the Java and ali-ons tests cover commits.)
 });
-});

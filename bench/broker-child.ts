@@ -1,7 +1,7 @@
 /**
  * Benchmark child: runs either the real broker (`broker <dataDir> [startBroker options as JSON]`) or a bare grpc-js server that
- * answers SendMessage with OK and nothing else (`echo`), and prints `READY <grpcPort> [httpPort]`. The
- * broker answers a `CPU` line on stdin with `CPU <µs of process CPU time so far>`.
+ * answers SendMessage with OK and nothing else (`echo`), and prints `READY <grpcPort> [httpPort remotingPort]`.
+ * The broker answers a `CPU` line on stdin with `CPU <µs of process CPU time so far>`.
  */
 import * as grpc from '@grpc/grpc-js';
 import { startBroker } from '../src/server.js';
@@ -39,7 +39,7 @@ if (mode === 'echo') {
     autoCreateGroups: true,
     ...extra,
   });
-  process.stdout.write(`READY ${running.grpcPort} ${running.httpPort}\n`);
+  process.stdout.write(`READY ${running.grpcPort} ${running.httpPort} ${running.remotingPort}\n`);
   process.on('SIGTERM', () => void running.close().then(() => process.exit(0)));
   // `CPU` on stdin: print the process CPU time used so far (µs), for per-phase CPU per message.
   process.stdin.on('data', (d) => {

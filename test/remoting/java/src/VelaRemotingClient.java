@@ -37,6 +37,8 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *   litepull-assign NS TOPIC GROUP       assign queue 0, seek to offset 2, poll
  *   send NS TOPIC N [TAG]                N sync sends (for cross-protocol tests)
  *   consume NS TOPIC GROUP N             a push consumer printing N messages (cross-protocol)
+ *   bench NS TOPIC GROUP N SIZE THREADS  throughput: N sync sends of SIZE bytes from THREADS threads,
+ *                                        then a push consumer receiving them (bench/remoting-bench.ts)
  */
 public class VelaRemotingClient {
     static String ns;
@@ -51,6 +53,7 @@ public class VelaRemotingClient {
                 case "litepull-assign": litePullAssign(args[2], args[3]); break;
                 case "send": send(args[2], Integer.parseInt(args[3]), args.length > 4 ? args[4] : "TagA"); break;
                 case "consume": consume(args[2], args[3], Integer.parseInt(args[4])); break;
+                case "bench": bench(args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6])); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);
             }
             out("done", "ok", "true");
@@ -350,6 +353,50 @@ public class VelaRemotingClient {
         });
         c.start();
         await(latch, "messages");
+        c.shutdown();
+    }
+
+    static void bench(String topic, String group, int n, int size, int threads) throws Exception {
+        DefaultMQProducer p = producer();
+        byte[] body = new byte[size];
+        java.util.Arrays.fill(body, (byte) 'a');
+        try {
+            AtomicInteger next = new AtomicInteger();
+            List<Thread> ts = new ArrayList<>();
+            long t0 = System.nanoTime();
+            for (int t = 0; t < threads; t++) {
+                Thread th = new Thread(() -> {
+                    try {
+                        while (next.getAndIncrement() < n) p.send(new Message(topic, "TagA", body));
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                });
+                th.start();
+                ts.add(th);
+            }
+            for (Thread th : ts) th.join();
+            double produceSecs = (System.nanoTime() - t0) / 1e9;
+            out("produced", "messages", n, "seconds", produceSecs, "perSecond", n / produceSecs);
+        } finally {
+            p.shutdown();
+        }
+        CountDownLatch latch = new CountDownLatch(n);
+        DefaultMQPushConsumer c = pushConsumer(group, "bench");
+        c.setConsumeThreadMin(4);
+        c.setConsumeThreadMax(4);
+        c.setPullBatchSize(32);
+        c.setConsumeMessageBatchMaxSize(32);
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (int i = 0; i < msgs.size(); i++) latch.countDown();
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        long t1 = System.nanoTime();
+        c.start();
+        if (!latch.await(300, TimeUnit.SECONDS)) throw new IllegalStateException("consumed " + (n - latch.getCount()) + " of " + n);
+        double consumeSecs = (System.nanoTime() - t1) / 1e9;
+        out("consumed", "messages", n, "seconds", consumeSecs, "perSecond", n / consumeSecs);
         c.shutdown();
     }
 }

@@ -16,6 +16,8 @@ export class RemotingConnection {
   readonly id = `remoting-${++nextId}`;
   readonly remoteAddress: string;
   readonly decoder: FrameDecoder;
+  /** Requests in progress. */
+  inflight = 0;
   private readonly aborts = new AbortController();
   private closed = false;
 

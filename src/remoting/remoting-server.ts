@@ -42,6 +42,9 @@ export interface RemotingEndpointOptions {
   clusterName?: string;
 }
 
+/** Requests one connection may have in progress (long polls included); beyond, SYSTEM_BUSY. */
+export const MAX_INFLIGHT_PER_CONNECTION = 4096;
+
 export class RemotingEndpoint {
   private readonly connections = new Map<string, RemotingConnection>();
   private readonly servers: Server[] = [];
@@ -181,6 +184,16 @@ export class RemotingEndpoint {
       }
       return;
     }
+    if (conn.inflight >= MAX_INFLIGHT_PER_CONNECTION) {
+      if (!isOneway(cmd)) {
+        this.respond(conn, cmd, {
+          code: ResponseCode.SYSTEM_BUSY,
+          remark: `[OVERLOAD] more than ${MAX_INFLIGHT_PER_CONNECTION} requests in progress on this connection`,
+        });
+      }
+      return;
+    }
+    conn.inflight++;
     const ctx: RequestContext = {
       broker: this.broker,
       conn,
@@ -202,7 +215,10 @@ export class RemotingEndpoint {
           } else this.respond(conn, cmd, f);
         },
       )
-      .finally(() => this.inflight.delete(p));
+      .finally(() => {
+        conn.inflight--;
+        this.inflight.delete(p);
+      });
     this.inflight.add(p);
   }
 

@@ -12,6 +12,7 @@ import {
 } from '../../src/remoting/message-codec.js';
 import { startTestBroker, uniqueName, closeAll, use, waitFor, type TestBroker } from '../support/harness.js';
 import { RawRemotingClient } from './raw-client.js';
+import { MAX_INFLIGHT_PER_CONNECTION } from '../../src/remoting/remoting-server.js';
 
 let b: TestBroker;
 let c: RawRemotingClient;
@@ -144,6 +145,28 @@ describe('Remoting endpoint: frames and dispatch', () => {
     f.write('{x:1', 8);
     bad.writeRaw(f);
     await bad.closed;
+  });
+
+  test('a connection with too many requests in progress is answered SYSTEM_BUSY, others are not', async () => {
+    const { topic, group } = await topicAndGroup(1);
+    const busy = use(await RawRemotingClient.connect(port()));
+    const poll = {
+      consumerGroup: group,
+      topic,
+      queueId: 0,
+      queueOffset: 0,
+      maxMsgNums: 32,
+      sysFlag: 0x6,
+      suspendTimeoutMillis: 20_000,
+      subscription: '*',
+      expressionType: 'TAG',
+    };
+    for (let i = 0; i < MAX_INFLIGHT_PER_CONNECTION; i++) busy.fire(RequestCode.PULL_MESSAGE, poll);
+    const over = await busy.request(RequestCode.PULL_MESSAGE, poll);
+    assert.equal(over.code, ResponseCode.SYSTEM_BUSY);
+    assert.match(over.remark ?? '', /OVERLOAD/);
+    assert.equal((await c.request(9999)).code, ResponseCode.REQUEST_CODE_NOT_SUPPORTED);
+    await busy.close(); // its parked pulls end with it
   });
 
   test('a missing required header field is a clear error', async () => {

@@ -69,6 +69,11 @@ export class RawRemotingClient {
     return opaque;
   }
 
+  /** Send a request without waiting for (or tracking) its response. */
+  fire(code: number, extFields: Record<string, string | number> = {}): void {
+    this.socket.write(encodeFrame(this.command(code, extFields, undefined, ++this.opaque, 0)));
+  }
+
   /** Write raw bytes (malformed frames). */
   writeRaw(b: Buffer): void {
     this.socket.write(b);

@@ -525,3 +525,61 @@ describe('Remoting endpoint: send back, retry topic, DLQ', () => {
     assert.equal((await back(123_456_789)).code, ResponseCode.SYSTEM_ERROR, 'no message at that offset');
   });
 });
+
+describe('Remoting endpoint: auto-creation and Dashboard codes', () => {
+  test('with auto-creation, producers get the TBW102 route and a send naming it creates the topic', async () => {
+    const auto = use(await startTestBroker({ autoCreateTopics: true }));
+    const client = use(await RawRemotingClient.connect(auto.running.remotingPort));
+    const tbw = await client.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, { topic: 'TBW102' });
+    assert.equal(tbw.code, ResponseCode.SUCCESS);
+    assert.equal(JSON.parse(tbw.body!.toString()).queueDatas[0].perm, 7);
+    const topic = uniqueName('Auto');
+    const r = await client.request(
+      RequestCode.SEND_MESSAGE_V2,
+      {
+        a: 'P',
+        b: topic,
+        c: 'TBW102',
+        d: 4,
+        e: 1,
+        f: 0,
+        g: Date.now(),
+        h: 0,
+        i: encodeProperties({ UNIQ_KEY: 'AUTO1' }),
+        j: 0,
+      },
+      Buffer.from('x'),
+    );
+    assert.equal(r.code, ResponseCode.SUCCESS, r.remark);
+    const t = auto.running.broker.topics.get(topic)!;
+    assert.deepEqual([t.readQueueNums, t.writeQueueNums], [4, 4]);
+    await client.close();
+    await auto.close();
+  });
+
+  test('topic and group deletion; broker stats answer zeros; topic and group listings', async () => {
+    const { topic, group } = await topicAndGroup(1);
+    const topics = JSON.parse((await c.request(RequestCode.GET_ALL_TOPIC_CONFIG)).body!.toString());
+    assert.equal(topics.topicConfigTable[topic].readQueueNums, 1);
+    const groups = JSON.parse(
+      (await c.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).body!.toString(),
+    );
+    assert.equal(groups.subscriptionGroupTable[group].retryMaxTimes, 16);
+    const stats = await c.request(RequestCode.VIEW_BROKER_STATS_DATA, {
+      statsName: 'TOPIC_PUT_NUMS',
+      statsKey: topic,
+    });
+    assert.deepEqual(JSON.parse(stats.body!.toString()).statsMinute, { avgpt: 0, sum: 0, tps: 0 });
+    assert.equal((await c.request(RequestCode.DELETE_TOPIC_IN_BROKER, { topic })).code, ResponseCode.SUCCESS);
+    assert.equal(
+      (await c.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, { topic })).code,
+      ResponseCode.SUCCESS,
+    );
+    assert.equal(b.running.broker.topics.get(topic), undefined);
+    assert.equal(
+      (await c.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, { groupName: group })).code,
+      ResponseCode.SUCCESS,
+    );
+    assert.equal(b.running.broker.groups.get(group), undefined);
+  });
+});

@@ -394,3 +394,23 @@ export function getBrokerConfig(ctx: RequestContext): Reply {
   ];
   return { body: Buffer.from(lines.join('\n') + '\n') };
 }
+
+export async function deleteTopic(ctx: RequestContext): Promise<Reply> {
+  const topic = ctx.header.str('topic');
+  if (ctx.broker.topics.get(topic)) await ctx.broker.deleteTopic(topic);
+  return {};
+}
+
+export async function deleteSubscriptionGroup(ctx: RequestContext): Promise<Reply> {
+  const group = ctx.header.str('groupName');
+  if (ctx.broker.groups.get(group)) await ctx.broker.deleteGroup(group);
+  return {};
+}
+
+/** VIEW_BROKER_STATS_DATA: Vela keeps no per-minute put/get statistics yet; the Dashboard gets zeros. */
+export function viewBrokerStatsData(ctx: RequestContext): Reply {
+  ctx.header.str('statsName');
+  ctx.header.str('statsKey');
+  const zero = { avgpt: 0, sum: 0, tps: 0 };
+  return { body: jsonBody({ statsDay: zero, statsHour: zero, statsMinute: zero }) };
+}

@@ -38,6 +38,9 @@ import {
   updateAndCreateSubscriptionGroup,
   updateAndCreateTopic,
   viewMessageById,
+  deleteTopic,
+  deleteSubscriptionGroup,
+  viewBrokerStatsData,
 } from './admin.js';
 
 export function processors(): ReadonlyMap<number, Processor> {
@@ -85,5 +88,9 @@ export function processors(): ReadonlyMap<number, Processor> {
     [R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, getAllSubscriptionGroupConfig],
     [R.GET_PRODUCER_CONNECTION_LIST, getProducerConnectionList],
     [R.GET_BROKER_CONFIG, getBrokerConfig],
+    [R.VIEW_BROKER_STATS_DATA, viewBrokerStatsData],
+    [R.DELETE_TOPIC_IN_BROKER, deleteTopic],
+    [R.DELETE_TOPIC_IN_NAMESRV, deleteTopic],
+    [R.DELETE_SUBSCRIPTIONGROUP, deleteSubscriptionGroup],
   ]);
 }

@@ -263,6 +263,7 @@ describe('vela admin', { concurrency: true, timeout: 90_000 }, () => {
       inflight: 0,
       waitingRetry: 0,
       deadLettered: 0,
+      warnings: [],
     });
   });
 

@@ -15,6 +15,7 @@ const running = await startBroker({
   host: '127.0.0.1',
   grpcPort: 0,
   httpPort: 0,
+  remotingPort: 0,
   flush: 'sync',
   shutdownGraceMs: 2000,
 });

@@ -49,6 +49,15 @@ function run(
   });
 }
 
+/** Remove builds of older versions or sources (`<kind>-<hash>` other than `keep`). */
+function pruneOthers(kind: string, keep: string): void {
+  for (const name of readdirSync(cacheRoot)) {
+    if (name.startsWith(`${kind}-`) && !name.endsWith('.lock') && join(cacheRoot, name) !== keep) {
+      rmSync(join(cacheRoot, name), { recursive: true, force: true });
+    }
+  }
+}
+
 async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   mkdirSync(cacheRoot, { recursive: true });
   const lock = `${dir}.lock`;
@@ -107,6 +116,7 @@ export function javaClasspath(): Promise<string> {
         'compiling the Java test program',
       );
       writeFileSync(join(dir, 'ok'), new Date().toISOString());
+      pruneOthers('java', dir);
       return classpath;
     });
   })());
@@ -243,6 +253,7 @@ export function goBinary(): Promise<string> {
         ' (is the Go module proxy reachable?)',
       );
       writeFileSync(join(dir, 'ok'), new Date().toISOString());
+      pruneOthers('go', dir);
       return bin;
     });
   })());

@@ -34,32 +34,43 @@ after(async () => {
   home.cleanup();
 });
 
-describe('mqadmin against Vela', { concurrency: false }, () => {
-  test('updateTopic (with -a +message.type=FIFO) and topicRoute', async () => {
-    const out = await mqadmin('updateTopic', '-c', 'DefaultCluster', '-t', topic, '-r', '4', '-w', '4');
+describe('mqadmin writes', { concurrency: false }, () => {
+  test('updateTopic (with -a +message.type=FIFO) and updateSubGroup', async () => {
+    // Each mqadmin run spends seconds in its client's shutdown: independent runs go side by side.
+    const fifo = uniqueName('F');
+    const [out, fifoOut, groupOut] = await Promise.all([
+      mqadmin('updateTopic', '-c', 'DefaultCluster', '-t', topic, '-r', '4', '-w', '4'),
+      mqadmin('updateTopic', '-c', 'DefaultCluster', '-t', fifo, '-a', '+message.type=FIFO'),
+      mqadmin('updateSubGroup', '-c', 'DefaultCluster', '-g', group, '-r', '3', '-o', 'true'),
+    ]);
     assert.match(out, /create topic to 127\.0\.0\.1:\d+ success/);
     const t = b.running.broker.topics.get(topic)!;
     assert.deepEqual([t.readQueueNums, t.writeQueueNums, t.messageType], [4, 4, 'NORMAL']);
-    const fifo = uniqueName('F');
-    assert.match(
-      await mqadmin('updateTopic', '-c', 'DefaultCluster', '-t', fifo, '-a', '+message.type=FIFO'),
-      /success/,
-    );
+    assert.match(fifoOut, /success/);
     assert.equal(b.running.broker.topics.get(fifo)?.messageType, 'FIFO');
+    assert.match(groupOut, /create subscription group to 127\.0\.0\.1:\d+ success/);
+    const g = b.running.broker.groups.get(group)!;
+    assert.deepEqual([g.retryMaxTimes, g.consumeMessageOrderly], [3, true]);
+  });
+
+  test('a producer and a consumer make progress to show', async () => {
+    sent = (await runJava(home.path, ['send', ns(), topic, '4', 'TagQ'])).filter((e) => e.event === 'sent');
+    assert.equal(sent.length, 4);
+    await runJava(home.path, ['consume', ns(), topic, group, '4']);
+    assert.equal(
+      b.running.broker.offsets.list(group, topic).reduce((n, o) => n + o.offset, 0),
+      4,
+      'the consumer committed its offsets',
+    );
+  });
+});
+
+describe('mqadmin reads', { concurrency: true }, () => {
+  test('topicRoute points at the endpoint', async () => {
     const route = await mqadmin('topicRoute', '-t', topic);
     assert.match(route, /"brokerName":"broker-0"/);
     assert.match(route, /"readQueueNums":4/);
     assert.match(route, new RegExp(`"127\\.0\\.0\\.1:${b.running.remotingPort}"`));
-  });
-
-  test('updateSubGroup, then a producer and a consumer make progress to show', async () => {
-    const out = await mqadmin('updateSubGroup', '-c', 'DefaultCluster', '-g', group, '-r', '3', '-o', 'true');
-    assert.match(out, /create subscription group to 127\.0\.0\.1:\d+ success/);
-    const g = b.running.broker.groups.get(group)!;
-    assert.deepEqual([g.retryMaxTimes, g.consumeMessageOrderly], [3, true]);
-    sent = (await runJava(home.path, ['send', ns(), topic, '4', 'TagQ'])).filter((e) => e.event === 'sent');
-    assert.equal(sent.length, 4);
-    await runJava(home.path, ['consume', ns(), topic, group, '4']);
   });
 
   test('topicList lists topics and every group as %RETRY%<group>', async () => {
@@ -95,6 +106,37 @@ describe('mqadmin against Vela', { concurrency: false }, () => {
     assert.match(out, /Consume Diff Total: 0/);
   });
 
+  test('queryMsgById by offset id and by UNIQ_KEY; queryMsgByKey', async () => {
+    const first = sent[0]!;
+    const [byOffset, byUniq, byKey] = await Promise.all([
+      mqadmin('queryMsgById', '-t', topic, '-i', first.offsetMsgId as string),
+      mqadmin('queryMsgById', '-t', topic, '-i', first.msgId as string),
+      mqadmin('queryMsgByKey', '-t', topic, '-k', 'x-1'),
+    ]);
+    assert.match(byOffset, new RegExp(`OffsetID:\\s+${first.offsetMsgId}`));
+    assert.match(byOffset, /Tags:\s+\[TagQ\]/);
+    assert.match(byOffset, new RegExp(`UNIQ_KEY=${first.msgId}`));
+    assert.match(byOffset, /color=blue/);
+    assert.match(byUniq, new RegExp(`OffsetID:\\s+${first.offsetMsgId}`));
+    assert.match(byKey, new RegExp(sent[1]!.msgId as string));
+    assert.equal(rows(byKey, sent[1]!.msgId as string).length, 1);
+  });
+
+  test('clusterList and brokerStatus', async () => {
+    const [cluster, status] = await Promise.all([
+      mqadmin('clusterList'),
+      mqadmin('brokerStatus', '-b', ns()),
+    ]);
+    const r = rows(cluster, 'DefaultCluster');
+    assert.equal(r.length, 1, cluster);
+    assert.equal(r[0]![1], 'broker-0');
+    assert.equal(r[0]![3], ns());
+    assert.match(status, /brokerVersionDesc\s+: V5_3_1 \(Vela\)/);
+    assert.match(status, /msgPutTotalTodayNow\s+: \d+/);
+  });
+});
+
+describe('mqadmin reset', () => {
   test('resetOffsetByTime moves the group back to the start', async () => {
     const out = await mqadmin('resetOffsetByTime', '-g', group, '-t', topic, '-s', '0');
     const r = rows(out, 'broker-0');
@@ -106,30 +148,5 @@ describe('mqadmin against Vela', { concurrency: false }, () => {
     );
     const progress = await mqadmin('consumerProgress', '-g', group);
     assert.match(progress, /Consume Diff Total: 4/);
-  });
-
-  test('queryMsgById by offset id and by UNIQ_KEY; queryMsgByKey', async () => {
-    const first = sent[0]!;
-    const byOffset = await mqadmin('queryMsgById', '-t', topic, '-i', first.offsetMsgId as string);
-    assert.match(byOffset, new RegExp(`OffsetID:\\s+${first.offsetMsgId}`));
-    assert.match(byOffset, /Tags:\s+\[TagQ\]/);
-    assert.match(byOffset, new RegExp(`UNIQ_KEY=${first.msgId}`));
-    assert.match(byOffset, /color=blue/);
-    const byUniq = await mqadmin('queryMsgById', '-t', topic, '-i', first.msgId as string);
-    assert.match(byUniq, new RegExp(`OffsetID:\\s+${first.offsetMsgId}`));
-    const byKey = await mqadmin('queryMsgByKey', '-t', topic, '-k', 'x-1');
-    assert.match(byKey, new RegExp(sent[1]!.msgId as string));
-    assert.equal(rows(byKey, sent[1]!.msgId as string).length, 1);
-  });
-
-  test('clusterList and brokerStatus', async () => {
-    const cluster = await mqadmin('clusterList');
-    const r = rows(cluster, 'DefaultCluster');
-    assert.equal(r.length, 1, cluster);
-    assert.equal(r[0]![1], 'broker-0');
-    assert.equal(r[0]![3], ns());
-    const status = await mqadmin('brokerStatus', '-b', ns());
-    assert.match(status, /brokerVersionDesc\s+: V5_3_1 \(Vela\)/);
-    assert.match(status, /msgPutTotalTodayNow\s+: \d+/);
   });
 });

@@ -353,7 +353,21 @@ public class VelaRemotingClient {
         });
         c.start();
         await(latch, "messages");
+        commitSync(c);
         c.shutdown();
+    }
+
+    /**
+     * Commit the consumer's offsets with request/response calls: at shutdown the client commits them
+     * one-way, and a JVM that exits right after may not have sent them yet.
+     */
+    static void commitSync(DefaultMQPushConsumer c) throws Exception {
+        Thread.sleep(200); // let the last consumed batch update the local offsets
+        org.apache.rocketmq.client.consumer.store.OffsetStore store = c.getOffsetStore();
+        for (MessageQueue mq : c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet()) {
+            long offset = store.readOffset(mq, org.apache.rocketmq.client.consumer.store.ReadOffsetType.READ_FROM_MEMORY);
+            if (offset >= 0) store.updateConsumeOffsetToBroker(mq, offset, false);
+        }
     }
 
     static void bench(String topic, String group, int n, int size, int threads) throws Exception {

@@ -112,6 +112,7 @@ public class VelaRemotingClient {
         p.setNamesrvAddr(ns);
         p.setInstanceName("p" + System.nanoTime());
         p.setSendMsgTimeout(10_000);
+        p.setMqClientApiTimeout(10_000); // the test machine may be heavily loaded
         p.start();
         return p;
     }
@@ -126,6 +127,7 @@ public class VelaRemotingClient {
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(ns);
         c.setInstanceName(instance);
+        c.setMqClientApiTimeout(10_000);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setPullInterval(0);
         return c;
@@ -270,6 +272,7 @@ public class VelaRemotingClient {
         DefaultLitePullConsumer c = new DefaultLitePullConsumer(group);
         c.setNamesrvAddr(ns);
         c.setInstanceName(instance);
+        c.setMqClientApiTimeout(10_000);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setPollTimeoutMillis(500);
         return c;

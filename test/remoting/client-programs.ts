@@ -197,8 +197,27 @@ export async function runJava(home: string, args: string[], timeoutMs = 90_000):
   );
 }
 
-/** Run the stock mqadmin (rocketmq-tools' MQAdminStartup) and return what it printed. */
+/** mqadmin runs at once: more JVMs than cores starve the broker the tests talk to. */
+const MQADMIN_PARALLEL = 2;
+let mqadminRunning = 0;
+const mqadminQueue: (() => void)[] = [];
+
+/**
+ * Run the stock mqadmin (rocketmq-tools' MQAdminStartup) and return what it printed. At most two
+ * run at a time; callers may start more and they queue.
+ */
 export async function runMqadmin(home: string, args: string[], timeoutMs = 60_000): Promise<string> {
+  if (mqadminRunning >= MQADMIN_PARALLEL) await new Promise<void>((r) => mqadminQueue.push(r));
+  mqadminRunning++;
+  try {
+    return await runMqadminNow(home, args, timeoutMs);
+  } finally {
+    mqadminRunning--;
+    mqadminQueue.shift()?.();
+  }
+}
+
+async function runMqadminNow(home: string, args: string[], timeoutMs: number): Promise<string> {
   const cp = await javaClasspath();
   return new Promise((res, rej) => {
     const child = spawn(

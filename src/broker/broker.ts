@@ -117,7 +117,7 @@ export class Broker {
       Object.isFrozen(input) && 'grpcPorts' in input ? input : resolveConfig(input as ConfigInput);
     const clock = deps.clock ?? systemClock;
     const logger = deps.logger ?? silentLogger();
-    await mkdir(config.dataDir, { recursive: true });
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     const store = await MessageStore.open({
       ...config.store,
       dataDir: join(config.dataDir, 'store'),
@@ -149,6 +149,8 @@ export class Broker {
           dir: join(config.dataDir, 'state'),
           flush: config.flush,
           logger: logger.child({ module: 'state' }),
+          clock,
+          compactBytes: config.store.stateCompactBytes,
         },
         [topics, groups, consume, offsets],
       );

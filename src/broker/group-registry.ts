@@ -41,15 +41,14 @@ export class GroupRegistry implements StateParticipant {
       if (v !== undefined) (next as unknown as Record<string, unknown>)[k] = v;
     next.name = name;
     checkGroupConfig(next);
-    await this.journal.append({ k: 'group', v: next });
-    this.groups.set(name, next);
+    // Applied by the journal once durable (see `apply`).
+    await this.journal.commit({ k: 'group', v: next });
     return next;
   }
 
   async delete(name: string): Promise<void> {
     this.require(name);
-    await this.journal.append({ k: 'group-', name });
-    this.groups.delete(name);
+    await this.journal.commit({ k: 'group-', name });
   }
 
   apply(rec: StateRecord): boolean {

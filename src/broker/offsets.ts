@@ -27,16 +27,14 @@ export class OffsetStore implements StateParticipant {
 
   async commit(group: string, topic: string, queueId: number, offset: number): Promise<void> {
     const updatedAt = this.now();
-    await this.journal.append({ k: 'off', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
-    this.offsets.set(key(group, topic, queueId), { offset, updatedAt });
+    // Applied by the journal once durable (see `apply`).
+    await this.journal.commit({ k: 'off', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
   }
 
   /** An admin reset: commit `offset` and tell the next pull of that queue to move there. */
   async reset(group: string, topic: string, queueId: number, offset: number): Promise<void> {
     const updatedAt = this.now();
-    await this.journal.append({ k: 'reset', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
-    this.offsets.set(key(group, topic, queueId), { offset, updatedAt });
-    this.pendingResets.set(key(group, topic, queueId), offset);
+    await this.journal.commit({ k: 'reset', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
   }
 
   /** Take the pending reset of a queue, if any (the pull that receives it clears it). */

@@ -53,15 +53,14 @@ export class TopicRegistry implements StateParticipant {
       attributes,
     };
     checkTopicConfig(next);
-    await this.journal.append({ k: 'topic', v: next });
-    this.topics.set(name, next);
+    // Applied by the journal once durable (see `apply`).
+    await this.journal.commit({ k: 'topic', v: next });
     return next;
   }
 
   async delete(name: string): Promise<void> {
     this.require(name);
-    await this.journal.append({ k: 'topic-', name });
-    this.topics.delete(name);
+    await this.journal.commit({ k: 'topic-', name });
   }
 
   apply(rec: StateRecord): boolean {

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { readFileIfExists, writeFileAtomic } from './atomic-file.js';
+import type { StoreFs } from './store-fs.js';
 
 export interface Checkpoint {
   version: 1;
@@ -17,13 +18,15 @@ export interface Checkpoint {
   keys: Record<string, number>;
   /** Newest store time per segment base. */
   segments: Record<string, number>;
+  /** Deleted topics: their records below this log position are dead (never indexed again). */
+  deleted?: Record<string, number>;
   writtenAt: number;
 }
 
 const FILE = 'checkpoint.json';
 
-export async function readCheckpoint(dataDir: string): Promise<Checkpoint | null> {
-  const raw = await readFileIfExists(join(dataDir, FILE));
+export async function readCheckpoint(dataDir: string, sfs?: StoreFs): Promise<Checkpoint | null> {
+  const raw = await readFileIfExists(join(dataDir, FILE), sfs);
   if (!raw) return null;
   try {
     const c = JSON.parse(raw.toString('utf8')) as Checkpoint;
@@ -33,6 +36,6 @@ export async function readCheckpoint(dataDir: string): Promise<Checkpoint | null
   }
 }
 
-export async function writeCheckpoint(dataDir: string, c: Checkpoint): Promise<void> {
-  await writeFileAtomic(join(dataDir, FILE), JSON.stringify(c));
+export async function writeCheckpoint(dataDir: string, c: Checkpoint, sfs?: StoreFs): Promise<void> {
+  await writeFileAtomic(join(dataDir, FILE), JSON.stringify(c), sfs);
 }

@@ -7,10 +7,9 @@
  * caller confirms each candidate against the record itself, so hash collisions never leak through.
  * Only the not-yet-written tail is held in memory.
  */
-import fs from 'node:fs';
-import { openP, closeP, writeP, readP, fdatasyncP, ftruncateP } from './fs-async.js';
-import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ensureDir, fsyncDir, O, readFully, writeAll, type StoreFs } from './store-fs.js';
+import { synced } from './io-errors.js';
 
 export const KEY_ENTRY_SIZE = 12;
 const FILE_NAME = /^(\d{20})\.keys$/;
@@ -21,7 +20,19 @@ interface KeyFile {
   count: number;
   path: string;
   fd: number | null;
-  dirty: boolean;
+  /** Bumped by every write; `synced` says which generation the last successful fsync covered. */
+  writes: number;
+  synced: number;
+  /** Not yet created on disk (its directory entry then needs an fsync). */
+  fresh: boolean;
+  /** Calls using the descriptor right now: it is never closed under them. */
+  users: number;
+}
+
+const isDirty = (f: KeyFile) => f.writes !== f.synced;
+
+function keyFile(base: number, count: number, path: string, fresh: boolean): KeyFile {
+  return { base, count, path, fd: null, writes: 0, synced: 0, fresh, users: 0 };
 }
 
 export class KeyIndex {
@@ -31,16 +42,22 @@ export class KeyIndex {
   /** How many tail entries are durable in the log (and so may be written). */
   private committedInTail = 0;
 
-  private constructor(private readonly dir: string) {}
+  /** Files were created or removed since the directory was last fsynced. */
+  private dirDirty = false;
 
-  static async load(dir: string): Promise<KeyIndex> {
-    const k = new KeyIndex(dir);
-    await mkdir(dir, { recursive: true });
-    const names = (await readdir(dir)).filter((n) => FILE_NAME.test(n)).sort();
+  private constructor(
+    private readonly dir: string,
+    private readonly fs: StoreFs,
+  ) {}
+
+  static async load(dir: string, sfs: StoreFs): Promise<KeyIndex> {
+    const k = new KeyIndex(dir, sfs);
+    await ensureDir(sfs, dir);
+    const names = (await sfs.readdir(dir)).filter((n) => FILE_NAME.test(n)).sort();
     for (const name of names) {
       const path = join(dir, name);
-      const count = Math.floor((await stat(path)).size / KEY_ENTRY_SIZE);
-      k.files.push({ base: Number(FILE_NAME.exec(name)![1]), count, path, fd: null, dirty: false });
+      const count = Math.floor((await sfs.stat(path)).size / KEY_ENTRY_SIZE);
+      k.files.push(keyFile(Number(FILE_NAME.exec(name)![1]), count, path, false));
     }
     return k;
   }
@@ -78,6 +95,16 @@ export class KeyIndex {
     this.tail.length = this.committedInTail * 3;
   }
 
+  /** Entries added so far (for `rewind`). */
+  mark(): number {
+    return this.tail.length;
+  }
+
+  /** Take back the entries added since `mark` (same turn: none of them is committed). */
+  rewind(mark: number): void {
+    if (this.tail.length > mark) this.tail.length = Math.max(mark, this.committedInTail * 3);
+  }
+
   get pendingEntries(): number {
     return this.committedInTail;
   }
@@ -95,23 +122,63 @@ export class KeyIndex {
         buf.writeDoubleLE(t[i * 3 + 1]!, i * KEY_ENTRY_SIZE + 4);
       }
       const file = this.fileFor(base);
-      const fd = await this.fdOf(file);
-      let done = 0;
       const at = file.count * KEY_ENTRY_SIZE;
-      while (done < buf.length) done += await writeP(fd, buf.subarray(done), at + done);
+      file.writes++;
+      await this.use(file, (fd) => writeAll(this.fs, fd, [buf], at));
       file.count += n;
-      file.dirty = true;
       this.tail.splice(0, n * 3);
       this.committedInTail -= n;
     }
   }
 
+  /**
+   * fsync key files written since the last sync, then the directory if files came or went. A file
+   * counts as clean only once its fsync succeeded (a failure is a `SyncFailure`: fatal for the store).
+   */
   async sync(): Promise<void> {
-    for (const f of this.files) {
-      if (f.dirty && f.fd !== null) {
-        f.dirty = false;
-        await fdatasyncP(f.fd);
+    for (const f of [...this.files]) {
+      if (!isDirty(f) || (f.fd === null && f.fresh)) continue;
+      const gen = f.writes;
+      await this.use(f, (fd) => synced(this.fs.fdatasync(fd)));
+      f.synced = gen;
+    }
+    if (this.dirDirty) {
+      this.dirDirty = false;
+      try {
+        await synced(fsyncDir(this.fs, this.dir));
+      } catch (err) {
+        this.dirDirty = true;
+        throw err;
       }
+    }
+  }
+
+  /** Close descriptors no call is using, of files with nothing left to fsync. Returns how many. */
+  async releaseIdle(): Promise<number> {
+    let n = 0;
+    for (const f of this.files) {
+      if (f.fd !== null && f.users === 0 && !isDirty(f)) {
+        const fd = f.fd;
+        f.fd = null;
+        await this.fs.close(fd);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Open descriptors. */
+  get openDescriptors(): number {
+    return this.files.filter((f) => f.fd !== null).length;
+  }
+
+  /** Close every descriptor without writing anything. */
+  async abandon(): Promise<void> {
+    for (const f of this.files) {
+      if (f.fd === null) continue;
+      const fd = f.fd;
+      f.fd = null;
+      await this.fs.close(fd).catch(() => {});
     }
   }
 
@@ -125,16 +192,21 @@ export class KeyIndex {
       if (t[i] === hash) out.add(t[i + 1]!);
     }
     const buf = Buffer.allocUnsafe(SCAN_CHUNK);
-    for (let fi = this.files.length - 1; fi >= 0 && out.size < limit; fi--) {
-      const file = this.files[fi]!;
-      const fd = await this.fdOf(file);
+    const files = [...this.files];
+    for (let fi = files.length - 1; fi >= 0 && out.size < limit; fi--) {
+      const file = files[fi]!;
+      if (file.fresh && file.fd === null) continue;
       const found: number[] = [];
-      for (let start = 0; start < file.count * KEY_ENTRY_SIZE; start += SCAN_CHUNK) {
-        const n = await readP(fd, buf, 0, Math.min(SCAN_CHUNK, file.count * KEY_ENTRY_SIZE - start), start);
-        for (let p = 0; p + KEY_ENTRY_SIZE <= n; p += KEY_ENTRY_SIZE) {
-          if (buf.readUInt32LE(p) === hash) found.push(buf.readDoubleLE(p + 4));
+      if (!this.files.includes(file)) continue; // dropped by retention meanwhile
+      await this.use(file, async (fd) => {
+        for (let start = 0; start < file.count * KEY_ENTRY_SIZE; start += SCAN_CHUNK) {
+          const want = Math.min(SCAN_CHUNK, file.count * KEY_ENTRY_SIZE - start);
+          const n = await readFully(this.fs, fd, buf, want, start);
+          for (let p = 0; p + KEY_ENTRY_SIZE <= n; p += KEY_ENTRY_SIZE) {
+            if (buf.readUInt32LE(p) === hash) found.push(buf.readDoubleLE(p + 4));
+          }
         }
-      }
+      });
       for (let i = found.length - 1; i >= 0 && out.size < limit; i--) out.add(found[i]!);
     }
     return [...out];
@@ -159,16 +231,17 @@ export class KeyIndex {
         continue;
       }
       // Entries are in log order: binary search the first at or after `position`.
-      const fd = await this.fdOf(f);
       const one = Buffer.allocUnsafe(KEY_ENTRY_SIZE);
       let lo = 0;
       let hi = f.count;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        await readP(fd, one, 0, KEY_ENTRY_SIZE, mid * KEY_ENTRY_SIZE);
-        if (one.readDoubleLE(4) < position) lo = mid + 1;
-        else hi = mid;
-      }
+      await this.use(f, async (fd) => {
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          await readFully(this.fs, fd, one, KEY_ENTRY_SIZE, mid * KEY_ENTRY_SIZE);
+          if (one.readDoubleLE(4) < position) lo = mid + 1;
+          else hi = mid;
+        }
+      });
       if (lo < f.count) await this.cut(f, lo);
     }
   }
@@ -181,48 +254,63 @@ export class KeyIndex {
   async close(): Promise<void> {
     await this.persist();
     await this.sync();
-    for (const f of this.files) {
-      if (f.fd !== null) {
-        await closeP(f.fd);
-        f.fd = null;
-      }
-    }
+    await this.abandon();
   }
 
   private async cut(f: KeyFile, keep: number): Promise<void> {
-    await ftruncateP(await this.fdOf(f), keep * KEY_ENTRY_SIZE);
+    f.writes++;
+    await this.use(f, (fd) => this.fs.ftruncate(fd, keep * KEY_ENTRY_SIZE));
     f.count = keep;
-    f.dirty = true;
   }
 
   private async dropFile(f: KeyFile): Promise<void> {
     this.files.splice(this.files.indexOf(f), 1);
-    if (f.fd !== null) await closeP(f.fd);
-    f.fd = null;
-    await unlink(f.path).catch(() => {});
+    if (f.fd !== null && f.users === 0) {
+      const fd = f.fd;
+      f.fd = null;
+      await this.fs.close(fd);
+    }
+    // Otherwise a lookup still reading it closes it when done (see `use`).
+    if (!f.fresh) await this.fs.unlink(f.path).catch(() => {});
+    this.dirDirty = true;
   }
 
   private fileFor(base: number): KeyFile {
     let f = this.files.find((x) => x.base === base);
     if (!f) {
-      f = {
-        base,
-        count: 0,
-        path: join(this.dir, `${String(base).padStart(20, '0')}.keys`),
-        fd: null,
-        dirty: true,
-      };
+      f = keyFile(base, 0, join(this.dir, `${String(base).padStart(20, '0')}.keys`), true);
       this.files.push(f);
       this.files.sort((a, b) => a.base - b.base);
     }
     return f;
   }
 
+  /** Run `fn` with the file's descriptor, which stays open until it is done. */
+  private async use<T>(f: KeyFile, fn: (fd: number) => Promise<T>): Promise<T> {
+    f.users++;
+    try {
+      return await fn(await this.fdOf(f));
+    } finally {
+      f.users--;
+      // Dropped (retention) while in use: close now that nobody reads it.
+      if (f.users === 0 && f.fd !== null && !this.files.includes(f)) {
+        const fd = f.fd;
+        f.fd = null;
+        await this.fs.close(fd).catch(() => {});
+      }
+    }
+  }
+
   private async fdOf(f: KeyFile): Promise<number> {
     if (f.fd === null) {
-      const fd = await openP(f.path, fs.existsSync(f.path) ? 'r+' : 'w+');
+      // Only a file this process is creating may be created: never resurrect one deleted meanwhile.
+      const fd = await this.fs.open(f.path, f.fresh ? O.O_RDWR | O.O_CREAT : O.O_RDWR);
+      if (f.fresh) {
+        f.fresh = false;
+        this.dirDirty = true;
+      }
       if (f.fd === null) f.fd = fd;
-      else await closeP(fd);
+      else await this.fs.close(fd);
     }
     return f.fd!;
   }

@@ -12,22 +12,24 @@
  * durable under the flush policy. Only then do they become readable and are listeners told, so no
  * consumer ever sees a message the store could still lose.
  */
-import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { STORE_DEFAULTS, type FlushPolicy } from '../common/config.js';
 import type { StoreOptions, DiskUsageProbe } from './options.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { VelaError } from '../common/errors.js';
+import { isVelaError, VelaError } from '../common/errors.js';
 import { SegmentLog } from './segment-log.js';
 import { QueueIndex } from './queue-index.js';
 import { KeyIndex } from './key-index.js';
 import { readCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planRetention, type RetentionReason } from './retention.js';
 import { statfsDiskUsage } from './disk-usage.js';
-import { acquireDirLock, releaseDirLock } from './dir-lock.js';
+import { acquireDirLock, type DirLock } from './dir-lock.js';
 import { SerialExecutor } from './serial-executor.js';
+import { ensureDir, errnoOf, fsyncDir, nodeStoreFs, removeTree, type StoreFs } from './store-fs.js';
+import { isRetriable, readOnlyError, rootCause } from './io-errors.js';
 import {
+  BATCH_CONTINUES,
   checkFrame,
   decodeMessageFrame,
   decodeMessageIndexFields,
@@ -39,6 +41,7 @@ import {
   RecordType,
   tagHash,
   MAX_FRAME_SIZE,
+  type MessageIndexFields,
   type MessageInput,
   type StoredMessage,
 } from './record-codec.js';
@@ -117,6 +120,16 @@ export interface RecoveryReport {
 
 export type ArrivalListener = (topic: string, queueId: number, maxOffset: number) => void;
 
+/** Options of `MessageStore.open`: the store options, plus what only embedders and tests inject. */
+export interface MessageStoreOptions extends StoreOptions {
+  /** The file system underneath (tests put fault injection or a power-cut model here). @defaultValue Node's */
+  fs?: StoreFs;
+  /** Sealed log segments kept open for reads. @defaultValue 32 */
+  maxOpenSegments?: number;
+  /** Open index descriptors beyond which idle ones are closed at each checkpoint. @defaultValue 512 */
+  maxOpenIndexFiles?: number;
+}
+
 interface ResolvedStoreOptions {
   dataDir: string;
   flush: FlushPolicy;
@@ -135,24 +148,34 @@ interface ResolvedStoreOptions {
   diskUsage: DiskUsageProbe;
   clock: Clock;
   logger: Logger;
+  fs: StoreFs;
+  maxOpenSegments: number;
+  maxOpenIndexFiles: number;
 }
 
-function resolve(o: StoreOptions): Readonly<ResolvedStoreOptions> {
+function resolve(o: MessageStoreOptions): Readonly<ResolvedStoreOptions> {
   if (!o.dataDir) throw new VelaError('STORE_BAD_ARGUMENT', 'dataDir is required');
   return Object.freeze({
     flush: 'sync',
     ...STORE_DEFAULTS,
+    maxOpenSegments: 32,
+    maxOpenIndexFiles: 512,
     ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)),
     dataDir: o.dataDir,
     diskUsage: o.diskUsage ?? statfsDiskUsage,
     clock: o.clock ?? systemClock,
     logger: o.logger ?? silentLogger(),
+    fs: o.fs ?? nodeStoreFs,
   }) as Readonly<ResolvedStoreOptions>;
 }
 
 const queueKey = (topic: string, queueId: number) => `${queueId}\u0000${topic}`;
 const READ_COALESCE_GAP = 64 * 1024;
 const READ_MAX_SPAN = 4 * 1024 * 1024;
+/** After running out of space, writes are tried again once this much is free … */
+const SPACE_MARGIN = 1 << 20;
+/** … or after this long, whichever comes first (a quota can be lifted without statfs showing it). */
+const SPACE_RETRY_MS = 10_000;
 
 export class MessageStore {
   private readonly queues = new Map<string, QueueIndex>();
@@ -162,20 +185,28 @@ export class MessageStore {
   private readonly listeners = new Set<ArrivalListener>();
   private readonly maintenance = new SerialExecutor();
   private readonly timers: NodeJS.Timeout[] = [];
+  /** Deleted topics: their records below this log position are dead. */
+  private readonly deletedTopics = new Map<string, number>();
   private lastStoreTimestamp = 0;
   private diskRatio = 0;
   private refusing = false;
+  /** Set when a write ran out of space: writes are refused until space is freed. */
+  private spaceExhausted: { available: number; at: number } | null = null;
+  /** Set for good after a fatal I/O failure (a failed fsync): read-only until restart. */
+  private readOnly: Error | null = null;
+  private indexTrouble = false;
   private closed = false;
   private closing: Promise<void> | null = null;
   private retentionRunning: Promise<RetentionReport> | null = null;
   private log!: SegmentLog;
   private keys!: KeyIndex;
+  private lock!: DirLock;
   private recovery!: RecoveryReport;
 
   private constructor(private readonly o: Readonly<ResolvedStoreOptions>) {}
 
   /** Open the store in `options.dataDir`, recovering from a crash if there was one. */
-  static async open(options: StoreOptions): Promise<MessageStore> {
+  static async open(options: MessageStoreOptions): Promise<MessageStore> {
     const store = new MessageStore(resolve(options));
     await store.start();
     return store;
@@ -192,32 +223,52 @@ export class MessageStore {
 
   /**
    * Append messages (one batch = one promise). Resolves when every message is durable under the flush
-   * policy, with each message's queue offset and log position, in input order.
+   * policy, with each message's queue offset and log position, in input order. A batch is stored all
+   * or nothing: if any message is refused, none is stored; a crash in the middle of writing it leaves
+   * none of it after recovery.
    */
   append(messages: readonly MessageInput[]): Promise<AppendResult[]> {
-    if (this.closed) return Promise.reject(new VelaError('STORE_CLOSED'));
-    if (this.refusing) {
-      return Promise.reject(
-        new VelaError(
-          'STORE_DISK_FULL',
-          `disk use ${(this.diskRatio * 100).toFixed(1)}% ≥ ${this.o.diskRefuseRatio * 100}%`,
-        ),
-      );
-    }
+    const refused = this.writeRefusal();
+    if (refused) return Promise.reject(refused);
+    const n = messages.length;
+    const bounds: number[] = new Array(n);
     try {
-      for (const m of messages) validateInput(m);
-      const now = Math.max(this.o.clock.now(), this.lastStoreTimestamp);
-      this.lastStoreTimestamp = now;
-      const results: AppendResult[] = new Array(messages.length);
-      let segmentBase = -1;
-      for (let i = 0; i < messages.length; i++) {
+      for (let i = 0; i < n; i++) {
         const m = messages[i]!;
-        const q = this.queueFor(m.topic, m.queueId);
-        const r = this.log.reserve(messageFrameUpperBound(m));
-        const len = encodeMessageFrame(r.buf, r.off, m, q.nextOffset, now);
+        validateInput(m);
+        bounds[i] = messageFrameUpperBound(m);
+        if (bounds[i]! > MAX_FRAME_SIZE) {
+          throw new VelaError(
+            'STORE_RECORD_TOO_LARGE',
+            `message ${m.messageId}: over ${MAX_FRAME_SIZE} bytes`,
+          );
+        }
+      }
+      this.log.checkWritable();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (n === 0) return Promise.resolve([]);
+    const now = Math.max(this.o.clock.now(), this.lastStoreTimestamp);
+    const results: AppendResult[] = new Array(n);
+    // Everything below can be taken back until the loop ends: nothing is handed to the flusher
+    // before this turn is over.
+    const logMark = this.log.mark();
+    const keyMark = this.keys.mark();
+    const touched = new Map<QueueIndex, { offset: number; ts: number; created: boolean }>();
+    try {
+      let segmentBase = -1;
+      for (let i = 0; i < n; i++) {
+        const m = messages[i]!;
+        const key = queueKey(m.topic, m.queueId);
+        let q = this.queues.get(key);
+        const created = !q;
+        if (!q) q = this.queueFor(m.topic, m.queueId);
+        if (!touched.has(q)) touched.set(q, { offset: q.nextOffset, ts: q.lastStoreTimestamp, created });
+        const r = this.log.reserve(bounds[i]!);
+        const len = encodeMessageFrame(r.buf, r.off, m, q.nextOffset, now, i < n - 1 ? BATCH_CONTINUES : 0);
         this.log.commit(len);
         const queueOffset = q.add(r.position, now, len, tagHash(m.tag));
-        this.uncommitted.add(q);
         this.keys.add(keyHash(m.messageId), r.position, r.segmentBase);
         if (m.keys) for (const k of m.keys) this.keys.add(keyHash(k), r.position, r.segmentBase);
         if (r.segmentBase !== segmentBase) {
@@ -234,10 +285,18 @@ export class MessageStore {
         };
       }
       if (segmentBase >= 0) this.segmentLastStore.set(segmentBase, now);
-      return this.log.whenDurable().then(() => results);
     } catch (err) {
+      this.log.rewind(logMark);
+      this.keys.rewind(keyMark);
+      for (const [q, t] of touched) {
+        q.rewindTo(t.offset, t.ts);
+        if (t.created) this.queues.delete(queueKey(q.topic, q.queueId));
+      }
       return Promise.reject(err);
     }
+    this.lastStoreTimestamp = now;
+    for (const q of touched.keys()) this.uncommitted.add(q);
+    return this.log.whenDurable().then(() => results);
   }
 
   /** Read messages of a queue from `offset`. */
@@ -372,6 +431,45 @@ export class MessageStore {
     return [...this.queues.values()].map((q) => this.queueState(q.topic, q.queueId));
   }
 
+  /**
+   * Forget a deleted topic: its queue indexes (files, descriptors, memory) go now; its records stay in
+   * the log until retention removes their segments, but are never served or indexed again (a topic
+   * created later under the same name starts at offset 0). Returns how many queues were dropped.
+   * Call it for the topic's retry and DLQ topics too if they go with it.
+   */
+  deleteTopic(topic: string): Promise<number> {
+    if (this.closed) return Promise.reject(new VelaError('STORE_CLOSED'));
+    return this.maintenance.run(async () => {
+      const victims = [...this.queues.values()].filter((q) => q.topic === topic);
+      if (victims.length === 0) return 0;
+      // Appends to it already under way finish first; anything after this point is a new topic.
+      await this.log.whenDurable().catch(() => {});
+      const before = this.deletedTopics.get(topic);
+      for (const q of victims) {
+        this.queues.delete(queueKey(q.topic, q.queueId));
+        this.uncommitted.delete(q);
+      }
+      this.deletedTopics.set(topic, this.log.endPosition);
+      try {
+        // The checkpoint makes the deletion durable: recovery never re-reads the topic's records.
+        await this.writeCheckpointNow(false, true);
+      } catch (err) {
+        for (const q of victims) this.queues.set(queueKey(q.topic, q.queueId), q);
+        if (before === undefined) this.deletedTopics.delete(topic);
+        else this.deletedTopics.set(topic, before);
+        throw err;
+      }
+      for (const q of victims) await q.destroy();
+      const root = join(this.o.dataDir, 'consumequeue');
+      await removeTree(this.o.fs, join(root, encodeURIComponent(topic)));
+      await fsyncDir(this.o.fs, root).catch((err) =>
+        this.goReadOnly(err, 'fsync of the index directory failed'),
+      );
+      this.o.logger.info({ topic, queues: victims.length }, 'topic deleted from the store');
+      return victims.length;
+    });
+  }
+
   /** Be told (synchronously, once per durable batch and queue) when new messages become readable. */
   onArrival(listener: ArrivalListener): () => void {
     this.listeners.add(listener);
@@ -386,14 +484,20 @@ export class MessageStore {
     queues: number;
     diskUsedRatio: number;
     refusingWrites: boolean;
+    readOnly: boolean;
+    openFiles: number;
   } {
+    let openFiles = this.log.openDescriptors + this.keys.openDescriptors;
+    for (const q of this.queues.values()) openFiles += q.openDescriptors;
     return {
       logStart: this.log.startPosition,
       logEnd: this.log.durableEnd,
       segments: this.log.segmentRanges().length,
       queues: this.queues.size,
       diskUsedRatio: this.diskRatio,
-      refusingWrites: this.refusing,
+      refusingWrites: this.writeRefusal() !== null,
+      readOnly: this.readOnly !== null,
+      openFiles,
     };
   }
 
@@ -408,6 +512,15 @@ export class MessageStore {
       if (refuse) this.o.logger.error({ diskUsedPct: pct }, 'disk nearly full: refusing writes');
       else this.o.logger.warn({ diskUsedPct: pct }, 'disk use back under the limit: accepting writes');
     }
+    const x = this.spaceExhausted;
+    if (x) {
+      const available = u.totalBytes - u.usedBytes;
+      if (x.available < 0) x.available = available;
+      else if (available >= x.available + SPACE_MARGIN || this.o.clock.now() - x.at >= SPACE_RETRY_MS) {
+        this.spaceExhausted = null;
+        this.o.logger.warn({ availableBytes: available }, 'disk space freed: trying writes again');
+      }
+    }
     return this.diskRatio;
   }
 
@@ -421,8 +534,8 @@ export class MessageStore {
   }
 
   /** Write index entries out and record a recovery checkpoint (also runs every `checkpointIntervalMs`). */
-  checkpoint(): Promise<void> {
-    return this.maintenance.run(() => this.writeCheckpointNow(false));
+  async checkpoint(): Promise<void> {
+    await this.maintenance.run(() => this.writeCheckpointNow(false, true));
   }
 
   /** Flush everything, write a clean checkpoint, release the directory. Idempotent. */
@@ -433,23 +546,42 @@ export class MessageStore {
 
   // ------------------------------------------------------------------------------------------------
 
+  /** Why an append would be refused right now, or null. */
+  private writeRefusal(): VelaError | null {
+    if (this.closed) return new VelaError('STORE_CLOSED');
+    if (this.readOnly) return readOnlyError(this.readOnly);
+    if (this.refusing) {
+      return new VelaError(
+        'STORE_DISK_FULL',
+        `disk use ${(this.diskRatio * 100).toFixed(1)}% ≥ ${this.o.diskRefuseRatio * 100}%`,
+      );
+    }
+    if (this.spaceExhausted) return new VelaError('STORE_DISK_FULL', 'no space left on the device');
+    return null;
+  }
+
   private async start(): Promise<void> {
     const o = this.o;
     const t0 = performance.now();
-    await mkdir(o.dataDir, { recursive: true });
-    await acquireDirLock(o.dataDir);
+    await ensureDir(o.fs, o.dataDir);
+    this.lock = await acquireDirLock(o.dataDir, o.fs);
     try {
-      const ckpt = await readCheckpoint(o.dataDir);
+      const ckpt = await readCheckpoint(o.dataDir, o.fs);
       this.log = await SegmentLog.open({
         dir: join(o.dataDir, 'commitlog'),
         segmentSize: o.segmentSize,
         flush: o.flush,
         flushIntervalMs: o.flushIntervalMs,
         logger: o.logger,
+        fs: o.fs,
+        maxOpenSegments: o.maxOpenSegments,
         onDurable: (end) => this.onDurable(end),
         onRollback: () => this.onRollback(),
+        onFatal: (err) => this.goReadOnly(err, 'the message log failed'),
+        onTransient: (err) => this.onTransient(err),
+        releaseDescriptors: () => this.releaseIndexDescriptors(),
       });
-      this.keys = await KeyIndex.load(join(o.dataDir, 'index'));
+      this.keys = await KeyIndex.load(join(o.dataDir, 'index'), o.fs);
       await this.loadQueues();
       this.recovery = await this.recover(ckpt);
       this.recovery.durationMs = Math.round(performance.now() - t0);
@@ -459,9 +591,10 @@ export class MessageStore {
         this.recovery.problem ? 'store recovered a damaged log' : 'store opened',
       );
       await this.checkDisk();
-      await this.writeCheckpointNow(false);
+      await this.writeCheckpointNow(false, false);
     } catch (err) {
-      await releaseDirLock(o.dataDir);
+      await this.log?.close().catch(() => {});
+      await this.lock.release();
       throw err;
     }
     this.every(o.indexFlushIntervalMs, () => this.maintenance.run(() => this.persistIndexes()));
@@ -474,27 +607,39 @@ export class MessageStore {
   }
 
   private every(ms: number, fn: () => Promise<unknown>): void {
+    let failing = false;
     const t = setInterval(() => {
-      if (this.closed) return;
-      fn().catch((err) => this.o.logger.error({ err }, 'store maintenance task failed'));
+      if (this.closed || this.readOnly) return;
+      fn().then(
+        () => (failing = false),
+        (err) => {
+          // Once per run of failures, not once a tick.
+          if (!failing) this.o.logger.error({ err }, 'store maintenance task failed');
+          failing = true;
+        },
+      );
     }, ms);
     t.unref();
     this.timers.push(t);
   }
 
   private async loadQueues(): Promise<void> {
+    const sfs = this.o.fs;
     const root = join(this.o.dataDir, 'consumequeue');
-    await mkdir(root, { recursive: true });
-    for (const topicDir of await readdir(root)) {
+    await ensureDir(sfs, root);
+    for (const topicDir of await sfs.readdir(root)) {
       const topic = decodeURIComponent(topicDir);
-      for (const qdir of await readdir(join(root, topicDir))) {
+      if (!(await sfs.stat(join(root, topicDir))).isDirectory()) continue;
+      for (const qdir of await sfs.readdir(join(root, topicDir))) {
         const queueId = Number(qdir);
-        if (!Number.isInteger(queueId) || !(await stat(join(root, topicDir, qdir))).isDirectory()) continue;
+        if (!Number.isInteger(queueId) || !(await sfs.stat(join(root, topicDir, qdir))).isDirectory())
+          continue;
         const q = await QueueIndex.load(
           topic,
           queueId,
           join(root, topicDir, qdir),
           this.o.indexEntriesPerFile,
+          sfs,
         );
         this.queues.set(queueKey(topic, queueId), q);
       }
@@ -503,6 +648,8 @@ export class MessageStore {
 
   private async recover(ckpt: Checkpoint | null): Promise<RecoveryReport> {
     const log = this.log;
+    for (const [topic, position] of Object.entries(ckpt?.deleted ?? {}))
+      this.deletedTopics.set(topic, position);
     // 1. Keep only index entries the checkpoint vouches for (they were fsynced before it was written).
     const counts = new Map<string, number>();
     for (const [topic, queueId, count] of ckpt?.queues ?? []) counts.set(queueKey(topic, queueId), count);
@@ -525,12 +672,13 @@ export class MessageStore {
       await this.keys.truncateFromPosition(from);
     }
 
-    // 3. Re-index every valid record past that point.
+    // 3. Re-index every valid record past that point. The records of a batch are indexed together
+    //    once its last record is seen: a batch cut short by a crash was never acknowledged and goes.
     let recoveredRecords = 0;
-    const scan = await log.scan(from, (buf, off, position, type) => {
-      if (type !== RecordType.MESSAGE) return;
-      const f = decodeMessageIndexFields(buf, off);
-      const size = frameLength(buf, off);
+    let batch: { position: number; size: number; f: MessageIndexFields }[] = [];
+    const index = (position: number, size: number, f: MessageIndexFields): void => {
+      const deletedAt = this.deletedTopics.get(f.topic);
+      if (deletedAt !== undefined && position < deletedAt) return;
       const q = this.queueFor(f.topic, f.queueId);
       // An index lost with its checkpoint restarts at the offsets the records carry.
       if (q.isEmpty && f.queueOffset > q.nextOffset) q.resetEmptyTo(f.queueOffset);
@@ -547,7 +695,24 @@ export class MessageStore {
       this.segmentLastStore.set(segBase, f.storeTimestamp);
       this.lastStoreTimestamp = Math.max(this.lastStoreTimestamp, f.storeTimestamp);
       recoveredRecords++;
+    };
+    const scan = await log.scan(from, (buf, off, position, type) => {
+      if (type !== RecordType.MESSAGE) return;
+      const f = decodeMessageIndexFields(buf, off);
+      batch.push({ position, size: frameLength(buf, off), f });
+      if (f.flags & BATCH_CONTINUES) return;
+      for (const r of batch) index(r.position, r.size, r.f);
+      batch = [];
     });
+    if (batch.length > 0) {
+      // The log ends inside a batch (its end torn off, or never written): cut the whole batch.
+      scan.validEnd = batch[0]!.position;
+      scan.problem ??= { position: batch[0]!.position, reason: 'torn record' };
+      this.o.logger.warn(
+        { position: batch[0]!.position, records: batch.length },
+        'dropping an append batch that a crash cut short (it was never acknowledged)',
+      );
+    }
 
     // 4. Cut a damaged tail (keeping its bytes in quarantine when it is not a plain torn write).
     let truncatedBytes = 0;
@@ -560,21 +725,27 @@ export class MessageStore {
       ({ truncatedBytes, quarantined } = await log.truncate(
         scan.validEnd,
         scan.problem.reason !== 'torn record',
+        this.o.clock.now(),
       ));
     }
     for (const q of this.queues.values()) q.commitBelow(Infinity);
     this.keys.commitBelow(Infinity);
-    for (const q of this.queues.values()) {
+    for (const [key, q] of [...this.queues]) {
+      // Left over from a topic deleted just before a crash: nothing vouched for, nothing re-indexed.
+      if (!counts.has(key) && q.isEmpty && q.nextOffset === 0) {
+        this.queues.delete(key);
+        await q.destroy();
+        continue;
+      }
       await q.applyLogStart(log.startPosition);
       this.lastStoreTimestamp = Math.max(this.lastStoreTimestamp, q.lastStoreTimestamp);
     }
     await this.keys.dropBelow(log.startPosition);
-    for (const s of log.segmentRanges()) {
-      if (!this.segmentLastStore.has(s.base)) {
-        const mtime = (await stat(join(this.o.dataDir, 'commitlog', segName(s.base)))).mtimeMs;
-        this.segmentLastStore.set(s.base, mtime);
-      }
-    }
+    this.pruneDeletedTopics();
+    // A segment whose newest store time is unknown counts as written now (by the store's clock, never
+    // a file's wall-clock mtime): retention may keep it longer than needed, never delete it early.
+    for (const s of log.segmentRanges())
+      if (!this.segmentLastStore.has(s.base)) this.segmentLastStore.set(s.base, this.o.clock.now());
     return {
       clean: ckpt?.clean === true && !scan.problem && scan.validEnd === from,
       scannedBytes: scan.validEnd - from,
@@ -584,6 +755,12 @@ export class MessageStore {
       quarantined,
       durationMs: 0,
     };
+  }
+
+  private pruneDeletedTopics(): void {
+    const start = this.log.startPosition;
+    for (const [topic, position] of this.deletedTopics)
+      if (position <= start) this.deletedTopics.delete(topic);
   }
 
   private segmentBaseOf(position: number): number {
@@ -597,7 +774,7 @@ export class MessageStore {
     let q = this.queues.get(key);
     if (!q) {
       const dir = join(this.o.dataDir, 'consumequeue', encodeURIComponent(topic), String(queueId));
-      q = QueueIndex.create(topic, queueId, dir, this.o.indexEntriesPerFile);
+      q = QueueIndex.create(topic, queueId, dir, this.o.indexEntriesPerFile, this.o.fs);
       this.queues.set(key, q);
     }
     return q;
@@ -629,6 +806,55 @@ export class MessageStore {
     this.keys.rollback();
   }
 
+  /** A write ran out of space or descriptors (the log rolled itself back). */
+  private onTransient(err: Error): void {
+    const code = errnoOf(err);
+    if (code === 'ENOSPC' || code === 'EDQUOT') this.noteSpaceExhausted();
+  }
+
+  private noteSpaceExhausted(): void {
+    if (this.spaceExhausted) return;
+    this.spaceExhausted = { available: -1, at: this.o.clock.now() };
+    this.o.logger.error('disk full: refusing writes until space is freed');
+    void this.checkDisk()
+      .then((ratio) => (ratio >= this.o.diskCleanupRatio ? this.runRetention() : undefined))
+      .catch((err) => this.o.logger.error({ err }, 'disk check failed'));
+  }
+
+  /**
+   * The store cannot trust its files any more (a failed fsync): refuse every write until a restart
+   * recovers from what is on disk. Reads of durable records go on.
+   */
+  private goReadOnly(err: unknown, what: string): void {
+    if (this.readOnly) return;
+    const cause = rootCause(err);
+    this.readOnly = cause;
+    this.o.logger.fatal(
+      { err: cause, dataDir: this.o.dataDir },
+      `${what}: the store is READ-ONLY; every write is refused until the broker is restarted`,
+    );
+    this.log.failWrites(cause);
+  }
+
+  /** Classify a failure of index or checkpoint I/O: transient ones are retried, the rest are fatal. */
+  private onIndexError(err: unknown, where: string): void {
+    if (isRetriable(err)) {
+      if (!this.indexTrouble) this.o.logger.warn({ err, where }, 'index write failed; will retry');
+      this.indexTrouble = true;
+      const code = errnoOf(err);
+      if (code === 'ENOSPC' || code === 'EDQUOT') this.noteSpaceExhausted();
+      else void this.releaseIndexDescriptors().catch(() => {});
+      return;
+    }
+    this.goReadOnly(err, `index I/O failed (${where})`);
+  }
+
+  private async releaseIndexDescriptors(): Promise<number> {
+    let n = await this.keys.releaseIdle();
+    for (const q of this.queues.values()) n += await q.releaseIdle();
+    return n;
+  }
+
   private frameOk(buf: Buffer, off: number, size: number): boolean {
     if (off + size > buf.length) return false;
     if (!this.o.verifyChecksumOnRead) return frameLength(buf, off) === size;
@@ -645,6 +871,8 @@ export class MessageStore {
     for (const pos of await this.keys.find(hash, limit * 4)) {
       const m = await this.getMessage(pos);
       if (m && match(m) && (!opts.topic || m.topic === opts.topic)) {
+        const deletedAt = this.deletedTopics.get(m.topic);
+        if (deletedAt !== undefined && pos < deletedAt) continue;
         const q = this.queues.get(queueKey(m.topic, m.queueId));
         if (q && m.queueOffset < q.minOffset) continue;
         out.push(m);
@@ -654,35 +882,88 @@ export class MessageStore {
     return out;
   }
 
-  private async persistIndexes(): Promise<void> {
-    for (const q of this.queues.values()) if (q.pendingBytes > 0) await q.persist();
-    await this.keys.persist();
+  /** Write committed index entries out, queue by queue: one failing queue does not hold up the others. */
+  private async persistIndexes(): Promise<boolean> {
+    let ok = true;
+    for (const q of [...this.queues.values()]) {
+      if (q.pendingBytes === 0) continue;
+      try {
+        await q.persist();
+      } catch (err) {
+        ok = false;
+        this.onIndexError(err, `${q.topic}/${q.queueId}`);
+      }
+    }
+    try {
+      await this.keys.persist();
+    } catch (err) {
+      ok = false;
+      this.onIndexError(err, 'key index');
+    }
+    if (ok && this.indexTrouble) {
+      this.indexTrouble = false;
+      this.o.logger.warn('index writes succeed again');
+    }
+    return ok;
   }
 
-  private async writeCheckpointNow(clean: boolean): Promise<void> {
+  /**
+   * Persist and fsync the indexes and the log, then record a checkpoint vouching for them. Skipped
+   * (returns false) while an index cannot be written; a failed fsync makes the store read-only.
+   */
+  private async writeCheckpointNow(clean: boolean, quiet: boolean): Promise<boolean> {
+    if (this.readOnly) throw readOnlyError(this.readOnly);
     // Capture the position and the matching index counts in one synchronous step.
     const logPosition = this.log.durableEnd;
     const queues: [string, number, number][] = [];
     for (const q of this.queues.values()) queues.push([q.topic, q.queueId, q.committed]);
     const keys = this.keys.durableCounts();
-    await this.persistIndexes();
-    await this.log.sync();
-    for (const q of this.queues.values()) await q.sync();
-    await this.keys.sync();
+    const deleted = Object.fromEntries(this.deletedTopics);
+    if (!(await this.persistIndexes())) {
+      if (!quiet) throw new VelaError('STORE_IO_ERROR', 'index files could not be written');
+      return false;
+    }
+    try {
+      await this.log.sync();
+      for (const q of [...this.queues.values()]) if (q.needsSync) await q.sync();
+      await this.keys.sync();
+    } catch (err) {
+      if (!isVelaError(err) && !isRetriable(err)) this.goReadOnly(err, 'fsync of an index failed');
+      throw err;
+    }
     const segments: Record<string, number> = {};
     for (const s of this.log.segmentRanges()) {
       const ts = this.segmentLastStore.get(s.base);
       if (ts !== undefined) segments[s.base] = ts;
     }
-    await writeCheckpoint(this.o.dataDir, {
-      version: 1,
-      logPosition,
-      clean,
-      queues,
-      keys,
-      segments,
-      writtenAt: this.o.clock.now(),
-    });
+    try {
+      await writeCheckpoint(
+        this.o.dataDir,
+        {
+          version: 1,
+          logPosition,
+          clean,
+          queues,
+          keys,
+          segments,
+          ...(this.deletedTopics.size > 0 ? { deleted } : {}),
+          writtenAt: this.o.clock.now(),
+        },
+        this.o.fs,
+      );
+    } catch (err) {
+      if (!isRetriable(err)) this.goReadOnly(err, 'writing the checkpoint failed');
+      throw err;
+    }
+    if (this.queues.size > 0) await this.trimIndexDescriptors();
+    return true;
+  }
+
+  /** Keep open index descriptors under `maxOpenIndexFiles` (idle ones are closed after a checkpoint). */
+  private async trimIndexDescriptors(): Promise<void> {
+    let open = this.keys.openDescriptors;
+    for (const q of this.queues.values()) open += q.openDescriptors;
+    if (open > this.o.maxOpenIndexFiles) await this.releaseIndexDescriptors();
   }
 
   private async retain(): Promise<RetentionReport> {
@@ -714,6 +995,7 @@ export class MessageStore {
     const logStart = this.log.startPosition;
     for (const q of this.queues.values()) await q.applyLogStart(logStart);
     await this.keys.dropBelow(logStart);
+    this.pruneDeletedTopics();
     report.logStart = logStart;
     this.o.logger.info(
       { deleted: report.deletedSegments, usageBefore: plan.usageBefore, logStart },
@@ -727,18 +1009,23 @@ export class MessageStore {
     await this.maintenance.run(async () => {
       await this.log.whenDurable().catch(() => {});
       this.closed = true;
-      await this.writeCheckpointNow(true);
-      for (const q of this.queues.values()) await q.close();
-      await this.keys.close();
-      await this.log.close();
+      if (!this.readOnly) {
+        try {
+          await this.writeCheckpointNow(true, false);
+        } catch (err) {
+          this.o.logger.error(
+            { err },
+            'could not write the closing checkpoint; the next start recovers from the last one',
+          );
+        }
+      }
+      for (const q of this.queues.values()) await q.abandon();
+      await this.keys.abandon();
+      await this.log.close().catch((err) => this.o.logger.error({ err }, 'closing the log failed'));
     });
-    await releaseDirLock(this.o.dataDir);
+    await this.lock.release();
     this.o.logger.info('store closed');
   }
-}
-
-function segName(base: number): string {
-  return `${String(base).padStart(20, '0')}.log`;
 }
 
 function checkLength(s: string | undefined): void {
@@ -767,5 +1054,15 @@ function validateInput(m: MessageInput): void {
     if (m.keys.length > 0xffff) throw new VelaError('STORE_BAD_ARGUMENT', 'too many keys');
     for (const k of m.keys) checkLength(k);
   }
-  if (m.properties) for (const k in m.properties) checkLength(k);
+  if (m.keys) {
+    for (const k of m.keys)
+      if (typeof k !== 'string') throw new VelaError('STORE_BAD_ARGUMENT', 'keys must be strings');
+  }
+  if (m.properties) {
+    for (const k in m.properties) {
+      checkLength(k);
+      if (typeof m.properties[k] !== 'string')
+        throw new VelaError('STORE_BAD_ARGUMENT', `property ${k} must be a string`);
+    }
+  }
 }

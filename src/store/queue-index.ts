@@ -11,10 +11,18 @@
  * Offsets: `minOffset` (first still stored; retention moves it) ≤ `committed` (readable: its record is
  * durable in the log) ≤ `nextOffset` (the next one to assign).
  */
-import fs from 'node:fs';
-import { openP, closeP, writeP, readP, fdatasyncP, ftruncateP } from './fs-async.js';
-import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  ensureDir,
+  fsyncDir,
+  nodeStoreFs,
+  O,
+  readFully,
+  removeTree,
+  writeAll,
+  type StoreFs,
+} from './store-fs.js';
+import { synced } from './io-errors.js';
 
 export const INDEX_ENTRY_SIZE = 24;
 const FILE_NAME = /^(\d{20})\.cq$/;
@@ -33,8 +41,16 @@ interface IndexFile {
   count: number;
   path: string;
   fd: number | null;
-  dirty: boolean;
+  /** Bumped by every write; `synced` says which generation the last successful fsync covered. */
+  writes: number;
+  synced: number;
+  /** Not yet created on disk (its directory entry then needs an fsync). */
+  fresh: boolean;
+  /** Calls using the descriptor right now: it is never closed under them. */
+  users: number;
 }
+
+const isDirty = (f: IndexFile) => f.writes !== f.synced;
 
 export class QueueIndex {
   private files: IndexFile[] = [];
@@ -48,16 +64,25 @@ export class QueueIndex {
   private tailLen = 0;
   /** Store time of the newest entry. */
   lastStoreTimestamp = 0;
+  /** Files were created or removed since the directory was last fsynced. */
+  private dirDirty = false;
 
   private constructor(
     readonly topic: string,
     readonly queueId: number,
     private readonly dir: string,
     private readonly entriesPerFile: number,
+    private readonly fs: StoreFs,
   ) {}
 
-  static create(topic: string, queueId: number, dir: string, entriesPerFile: number): QueueIndex {
-    return new QueueIndex(topic, queueId, dir, entriesPerFile);
+  static create(
+    topic: string,
+    queueId: number,
+    dir: string,
+    entriesPerFile: number,
+    sfs: StoreFs = nodeStoreFs,
+  ): QueueIndex {
+    return new QueueIndex(topic, queueId, dir, entriesPerFile, sfs);
   }
 
   /** Load the index files of a queue from disk (entries counted from file sizes). */
@@ -66,14 +91,15 @@ export class QueueIndex {
     queueId: number,
     dir: string,
     entriesPerFile: number,
+    sfs: StoreFs = nodeStoreFs,
   ): Promise<QueueIndex> {
-    const q = new QueueIndex(topic, queueId, dir, entriesPerFile);
-    const names = (await readdir(dir)).filter((n) => FILE_NAME.test(n)).sort();
+    const q = new QueueIndex(topic, queueId, dir, entriesPerFile, sfs);
+    const names = (await sfs.readdir(dir)).filter((n) => FILE_NAME.test(n)).sort();
     for (const name of names) {
       const path = join(dir, name);
-      const size = (await stat(path)).size;
+      const size = (await sfs.stat(path)).size;
       const count = Math.min(Math.floor(size / INDEX_ENTRY_SIZE), entriesPerFile);
-      q.files.push({ firstOffset: Number(FILE_NAME.exec(name)![1]), count, path, fd: null, dirty: false });
+      q.files.push(indexFile(Number(FILE_NAME.exec(name)![1]), count, path, false));
     }
     const last = q.files.at(-1);
     q.minOffset = q.files[0]?.firstOffset ?? 0;
@@ -122,6 +148,14 @@ export class QueueIndex {
     return true;
   }
 
+  /** Take back the entries added since `nextOffset` was `offset` (same turn: none is committed). */
+  rewindTo(offset: number, lastStoreTimestamp: number): void {
+    if (offset >= this.nextOffset || offset < this.committed) return;
+    this.nextOffset = offset;
+    this.tailLen = (offset - this.persisted) * INDEX_ENTRY_SIZE;
+    this.lastStoreTimestamp = lastStoreTimestamp;
+  }
+
   /** Forget uncommitted entries (their records were rolled back). */
   rollback(): void {
     this.nextOffset = this.committed;
@@ -142,12 +176,10 @@ export class QueueIndex {
       const n = Math.min(room, this.committed - this.persisted);
       const bytes = n * INDEX_ENTRY_SIZE;
       const chunk = Buffer.from(this.tail.subarray(0, bytes));
-      const fd = await this.fdOf(file);
-      let done = 0;
       const filePos = (this.persisted - file.firstOffset) * INDEX_ENTRY_SIZE;
-      while (done < bytes) done += await writeP(fd, chunk.subarray(done), filePos + done);
+      file.writes++;
+      await this.use(file, (fd) => writeAll(this.fs, fd, [chunk], filePos));
       file.count = this.persisted + n - file.firstOffset;
-      file.dirty = true;
       // Drop the written entries from the tail (entries added meanwhile stay behind them).
       this.tail.copy(this.tail, 0, bytes, this.tailLen);
       this.tailLen -= bytes;
@@ -155,14 +187,54 @@ export class QueueIndex {
     }
   }
 
-  /** fsync index files written since the last sync. */
+  /**
+   * fsync index files written since the last sync, then the directory if files came or went. A file
+   * counts as clean only once its fsync succeeded; a failure is a `SyncFailure` (the caller treats it
+   * as fatal: the pages may be gone).
+   */
   async sync(): Promise<void> {
-    for (const f of this.files) {
-      if (f.dirty && f.fd !== null) {
-        f.dirty = false;
-        await fdatasyncP(f.fd);
+    for (const f of [...this.files]) {
+      if (!isDirty(f)) continue;
+      const gen = f.writes;
+      if (f.fd === null) {
+        // Written, then its descriptor was closed (only ever after a successful fsync, see
+        // `releaseIdle`), or truncated before being opened: open it to make sure.
+        if (f.fresh) continue;
+      }
+      await this.use(f, (fd) => synced(this.fs.fdatasync(fd)));
+      f.synced = gen;
+    }
+    if (this.dirDirty) {
+      this.dirDirty = false;
+      try {
+        await synced(fsyncDir(this.fs, this.dir));
+      } catch (err) {
+        this.dirDirty = true;
+        throw err;
       }
     }
+  }
+
+  /** Whether there is anything for `sync` to do. */
+  get needsSync(): boolean {
+    return this.dirDirty || this.files.some(isDirty);
+  }
+
+  /** Close descriptors no call is using, of files with nothing left to fsync. Returns how many. */
+  async releaseIdle(): Promise<number> {
+    let n = 0;
+    for (const f of this.files) {
+      if (f.fd !== null && f.users === 0 && !isDirty(f)) {
+        await this.closeFile(f);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Open descriptors. */
+  get openDescriptors(): number {
+    return this.files.filter((f) => f.fd !== null).length;
   }
 
   /** Read up to `count` readable entries starting at `from`. */
@@ -183,8 +255,8 @@ export class QueueIndex {
       const n = Math.min(end, this.persisted, file.firstOffset + file.count) - offset;
       if (n <= 0) break;
       const buf = Buffer.allocUnsafe(n * INDEX_ENTRY_SIZE);
-      const fd = await this.fdOf(file);
-      const got = await readFullyAt(fd, buf, (offset - file.firstOffset) * INDEX_ENTRY_SIZE);
+      const at = (offset - file.firstOffset) * INDEX_ENTRY_SIZE;
+      const got = await this.use(file, (fd) => readFully(this.fs, fd, buf, buf.length, at));
       const entries = Math.floor(got / INDEX_ENTRY_SIZE);
       for (let i = 0; i < entries; i++) out.push(decodeEntry(buf, i * INDEX_ENTRY_SIZE, offset + i));
       offset += entries;
@@ -245,13 +317,14 @@ export class QueueIndex {
     while (this.files.length > 0 && this.files.at(-1)!.firstOffset >= keep) {
       const f = this.files.pop()!;
       await this.closeFile(f);
-      await unlink(f.path);
+      if (!f.fresh) await this.fs.unlink(f.path);
+      this.dirDirty = true;
     }
     const last = this.files.at(-1);
     if (last && last.firstOffset + last.count > keep) {
       last.count = Math.max(0, keep - last.firstOffset);
-      await ftruncateP(await this.fdOf(last), last.count * INDEX_ENTRY_SIZE);
-      last.dirty = true;
+      last.writes++;
+      await this.use(last, (fd) => this.fs.ftruncate(fd, last.count * INDEX_ENTRY_SIZE));
     }
     const dropped = this.nextOffset - keep;
     this.nextOffset = this.committed = this.persisted = keep;
@@ -271,7 +344,8 @@ export class QueueIndex {
     while (this.files.length > 1 && this.files[1]!.firstOffset <= this.minOffset) {
       const f = this.files.shift()!;
       await this.closeFile(f);
-      await unlink(f.path);
+      if (!f.fresh) await this.fs.unlink(f.path);
+      this.dirDirty = true;
     }
   }
 
@@ -279,6 +353,20 @@ export class QueueIndex {
     await this.persist();
     await this.sync();
     for (const f of this.files) await this.closeFile(f);
+  }
+
+  /** Close every descriptor without writing anything (the store is going away or read-only). */
+  async abandon(): Promise<void> {
+    for (const f of this.files) await this.closeFile(f).catch(() => {});
+  }
+
+  /** Delete the queue's files and directory (its topic was deleted). Memory is released with the object. */
+  async destroy(): Promise<void> {
+    await this.abandon();
+    this.files = [];
+    this.tailLen = 0;
+    this.tail = Buffer.alloc(0);
+    await removeTree(this.fs, this.dir);
   }
 
   private fileFor(offset: number): IndexFile | undefined {
@@ -298,23 +386,34 @@ export class QueueIndex {
   private async fileForAppend(offset: number): Promise<IndexFile> {
     const last = this.files.at(-1);
     if (last && offset < last.firstOffset + this.entriesPerFile) return last;
-    await mkdir(this.dir, { recursive: true });
-    const f: IndexFile = {
-      firstOffset: offset,
-      count: 0,
-      path: join(this.dir, `${String(offset).padStart(20, '0')}.cq`),
-      fd: null,
-      dirty: true,
-    };
+    // New directories are made durable here (their parents fsynced); the new file's own entry is
+    // fsynced with the directory by `sync`, before any checkpoint vouches for it.
+    await ensureDir(this.fs, this.dir);
+    const f = indexFile(offset, 0, join(this.dir, `${String(offset).padStart(20, '0')}.cq`), true);
     this.files.push(f);
     return f;
   }
 
+  /** Run `fn` with the file's descriptor, which stays open until it is done. */
+  private async use<T>(f: IndexFile, fn: (fd: number) => Promise<T>): Promise<T> {
+    f.users++;
+    try {
+      return await fn(await this.fdOf(f));
+    } finally {
+      f.users--;
+    }
+  }
+
   private async fdOf(f: IndexFile): Promise<number> {
     if (f.fd === null) {
-      const fd = await openP(f.path, fs.existsSync(f.path) ? 'r+' : 'w+');
+      // Only a file this process is creating may be created: never resurrect one deleted meanwhile.
+      const fd = await this.fs.open(f.path, f.fresh ? O.O_RDWR | O.O_CREAT : O.O_RDWR);
+      if (f.fresh) {
+        f.fresh = false;
+        this.dirDirty = true;
+      }
       if (f.fd === null) f.fd = fd;
-      else await closeP(fd);
+      else await this.fs.close(fd);
     }
     return f.fd!;
   }
@@ -323,7 +422,7 @@ export class QueueIndex {
     if (f.fd !== null) {
       const fd = f.fd;
       f.fd = null;
-      await closeP(fd);
+      await this.fs.close(fd);
     }
   }
 }
@@ -338,12 +437,6 @@ function decodeEntry(buf: Buffer, p: number, offset: number): IndexEntry {
   };
 }
 
-async function readFullyAt(fd: number, buf: Buffer, pos: number): Promise<number> {
-  let got = 0;
-  while (got < buf.length) {
-    const n = await readP(fd, buf, got, buf.length - got, pos + got);
-    if (n === 0) break;
-    got += n;
-  }
-  return got;
+function indexFile(firstOffset: number, count: number, path: string, fresh: boolean): IndexFile {
+  return { firstOffset, count, path, fd: null, writes: 0, synced: 0, fresh, users: 0 };
 }

@@ -19,6 +19,10 @@
  *
  * The record names its topic, queue, queue offset and message id, so the log alone is enough to
  * rebuild every index.
+ *
+ * Flags: bit 0 (`BATCH_CONTINUES`) is set on every record of an append batch but the last, so
+ * recovery can tell a batch cut short by a crash (never acknowledged) and drop it whole: a batch is
+ * stored all or nothing.
  */
 import { crc32 } from 'node:zlib';
 import { VelaError } from '../common/errors.js';
@@ -35,6 +39,8 @@ export const RecordType = {
 export type RecordType = (typeof RecordType)[keyof typeof RecordType];
 
 const MESSAGE_VERSION = 1;
+/** Message flag: another record of the same append batch follows this one. */
+export const BATCH_CONTINUES = 1;
 const FIXED_MESSAGE_SIZE = 48; // version..sysFlag
 const MAX_STR = 0xffff;
 
@@ -127,11 +133,12 @@ export function encodeMessageFrame(
   m: MessageInput,
   queueOffset: number,
   storeTimestamp: number,
+  flags = 0,
 ): number {
   let p = off + FRAME_HEADER_SIZE;
   buf[off + 8] = RecordType.MESSAGE;
   buf[p] = MESSAGE_VERSION;
-  buf[p + 1] = 0;
+  buf[p + 1] = flags;
   buf.writeUInt16LE(0, p + 2);
   buf.writeUInt32LE(m.queueId, p + 4);
   buf.writeDoubleLE(queueOffset, p + 8);
@@ -293,6 +300,8 @@ export function decodeMessageFrame(buf: Buffer, off: number, logPosition: number
 
 /** The fields recovery needs to rebuild indexes, without decoding the body or properties. */
 export interface MessageIndexFields {
+  /** Record flags (`BATCH_CONTINUES`). */
+  flags: number;
   topic: string;
   queueId: number;
   queueOffset: number;
@@ -315,6 +324,7 @@ export function decodeMessageIndexFields(buf: Buffer, off: number): MessageIndex
   const keys: string[] = new Array(keyCount);
   for (let i = 0; i < keyCount; i++) keys[i] = r.str();
   return {
+    flags: buf[p + 1]!,
     topic,
     queueId: buf.readUInt32LE(p + 4),
     queueOffset: buf.readDoubleLE(p + 8),

@@ -4,24 +4,34 @@
  *
  * - Writers reserve room in a memory slab and encode their frame straight into it (no extra copy).
  * - One flusher takes everything reserved so far, writes it with one `writev` per segment and, under
- *   the `sync` policy, one `fdatasync` that covers every record in the batch (group commit). While a
- *   batch is on its way to disk the next one accumulates.
+ *   the `sync` policy, makes it durable in the same call (O_DSYNC: group commit). While a batch is on
+ *   its way to disk the next one accumulates.
  * - Waiters are resolved in position order once their bytes are durable under the policy.
- * - A failed write or fsync rolls the log back to the last durable position and rejects every waiter
- *   past it, so no caller is told "stored" for bytes that may not be.
+ * - A failed write is never acknowledged. What happens next depends on the failure (io-errors.ts):
+ *   out of space or descriptors rolls the file back to its last durable byte and the log keeps
+ *   going; a failed fsync (or any other write error) makes the log read-only until a restart.
  *
  * Recovery (`scan`) walks frames from a position, verifying length and CRC; `truncate` cuts the log at
  * the first bad frame and moves any later segment into `quarantine/` rather than deleting it.
+ *
+ * Descriptors: the active segment stays open; sealed segments opened for reads are kept in a small
+ * cache (`maxOpenSegments`, least recently used closed first) and are never closed under a read.
  */
-import fs from 'node:fs';
-import { writevP, fdatasyncP, openP, closeP, readP, ftruncateP } from './fs-async.js';
-import { mkdir, readdir, rename, unlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../common/logger.js';
 import { VelaError } from '../common/errors.js';
 import { checkFrame, FrameCheck, frameLength, frameType, MAX_FRAME_SIZE } from './record-codec.js';
-import { fsyncDir } from './atomic-file.js';
+import {
+  ensureDir,
+  errnoOf,
+  fsyncDir,
+  nodeStoreFs,
+  O,
+  readFully,
+  writeAll,
+  type StoreFs,
+} from './store-fs.js';
+import { isTransient, readOnlyError, SyncFailure, synced, transientError } from './io-errors.js';
 
 import type { FlushPolicy } from '../common/config.js';
 
@@ -33,10 +43,20 @@ export interface SegmentLogOptions {
   /** Under `async`: how often written bytes are fsynced. */
   flushIntervalMs: number;
   logger: Logger;
+  /** @defaultValue Node's file system */
+  fs?: StoreFs;
+  /** Sealed segments kept open for reads. @defaultValue 32 */
+  maxOpenSegments?: number;
   /** Called (synchronously, before waiters are rejected) when unflushed bytes are discarded after an I/O error. */
   onRollback?: (durableEnd: number) => void;
   /** Called after each batch becomes durable, with the new durable end. */
   onDurable?: (durableEnd: number) => void;
+  /** Called once when the log goes read-only after a fatal I/O failure. */
+  onFatal?: (err: Error) => void;
+  /** Called when a write failed for lack of space or descriptors (the log rolls itself back). */
+  onTransient?: (err: Error) => void;
+  /** Asked to close idle descriptors elsewhere when an open fails with EMFILE; returns how many it closed. */
+  releaseDescriptors?: () => Promise<number>;
 }
 
 interface Segment {
@@ -47,6 +67,13 @@ interface Segment {
   written: number;
   fd: number | null;
   path: string;
+  /** Created by this process and not yet opened: the first open creates the file and fsyncs the directory. */
+  fresh: boolean;
+  /** Reads and writes using the descriptor right now: it is never closed under them. */
+  users: number;
+  /** Deleted by retention: close the descriptor once the last user is done. */
+  retired: boolean;
+  lastUse: number;
 }
 
 interface Slab {
@@ -83,6 +110,16 @@ export interface Reservation {
   segmentBase: number;
 }
 
+/** Where the log stood before a run of reservations, to take them back (`rewind`). */
+export interface LogMark {
+  writePos: number;
+  segments: number;
+  slab: Slab | null;
+  slabUsed: number;
+  closedSlabs: number;
+  fill: number;
+}
+
 export interface ScanResult {
   /** End of the last valid frame. */
   validEnd: number;
@@ -94,7 +131,6 @@ const SEGMENT_NAME = /^(\d{20})\.log$/;
 const SLAB_SIZE = 1 << 20;
 const MAX_FREE_SLABS = 8;
 const SCAN_CHUNK = 8 << 20;
-const LATE_CLOSE_MS = 30_000;
 
 export function segmentName(base: number): string {
   return `${String(base).padStart(20, '0')}.log`;
@@ -111,29 +147,39 @@ export class SegmentLog {
   private syncedPos = 0;
   private flushing: Promise<void> | null = null;
   private flushScheduled = false;
-  private failed: Error | null = null;
+  /** Set for good after a fatal I/O failure: the log is read-only until the process restarts. */
+  private fatal: Error | null = null;
+  /** Set while the files are rolled back after a transient failure (out of space or descriptors). */
+  private transient: VelaError | null = null;
   private closed = false;
   private syncTimer: NodeJS.Timeout | null = null;
   private syncing: Promise<void> | null = null;
-  private readonly lateCloses = new Map<NodeJS.Timeout, number>();
+  private useClock = 0;
+  private readonly fs: StoreFs;
+  private readonly maxOpenSegments: number;
 
-  private constructor(private readonly opts: SegmentLogOptions) {}
+  private constructor(private readonly opts: SegmentLogOptions) {
+    this.fs = opts.fs ?? nodeStoreFs;
+    this.maxOpenSegments = opts.maxOpenSegments ?? 32;
+  }
 
   /** Open (creating if needed) the log in `opts.dir`. Call `scan` + `truncate` before appending after a crash. */
   static async open(opts: SegmentLogOptions): Promise<SegmentLog> {
     const log = new SegmentLog(opts);
-    await mkdir(opts.dir, { recursive: true });
-    const names = (await readdir(opts.dir)).filter((n) => SEGMENT_NAME.test(n)).sort();
+    const sfs = log.fs;
+    await ensureDir(sfs, opts.dir);
+    const names = (await sfs.readdir(opts.dir)).filter((n) => SEGMENT_NAME.test(n)).sort();
     for (const name of names) {
       const path = join(opts.dir, name);
-      const size = (await stat(path)).size;
+      const size = (await sfs.stat(path)).size;
       const base = Number(SEGMENT_NAME.exec(name)![1]);
-      log.segments.push({ base, fill: size, written: size, fd: null, path });
+      log.segments.push(log.segment(base, path, size, false));
     }
     const last = log.segments.at(-1);
     const end = last ? last.base + last.written : 0;
     log.writePos = log.durablePos = log.syncedPos = end;
     if (opts.flush === 'async') {
+      // A failure here is fatal and reported by `sync` itself; nothing to add.
       log.syncTimer = setInterval(() => void log.sync().catch(() => {}), opts.flushIntervalMs);
       log.syncTimer.unref();
     }
@@ -156,6 +202,14 @@ export class SegmentLog {
   get syncedEnd(): number {
     return this.syncedPos;
   }
+  /** The fatal failure that made the log read-only, if any. */
+  get failure(): Error | null {
+    return this.fatal;
+  }
+  /** Open descriptors (the active segment and cached sealed ones). */
+  get openDescriptors(): number {
+    return this.segments.filter((s) => s.fd !== null).length;
+  }
 
   /** Segments as [base, end) ranges, oldest first. */
   segmentRanges(): { base: number; end: number }[] {
@@ -167,8 +221,7 @@ export class SegmentLog {
    * calls `commit(actualLen)` before reserving again (synchronously: no await in between).
    */
   reserve(maxLen: number): Reservation {
-    if (this.failed) throw new VelaError('STORE_IO_ERROR', this.failed.message, { cause: this.failed });
-    if (this.closed) throw new VelaError('STORE_CLOSED');
+    this.checkWritable();
     if (maxLen > MAX_FRAME_SIZE) throw new VelaError('STORE_RECORD_TOO_LARGE', `${maxLen} bytes`);
     let seg = this.segments.at(-1);
     if (!seg || (seg.fill > 0 && seg.fill + maxLen > this.opts.segmentSize)) {
@@ -190,6 +243,41 @@ export class SegmentLog {
     this.scheduleFlush();
   }
 
+  /** Throw the error an append gets now, if appends are refused. */
+  checkWritable(): void {
+    if (this.fatal) throw readOnlyError(this.fatal);
+    if (this.transient) throw this.transient;
+    if (this.closed) throw new VelaError('STORE_CLOSED');
+  }
+
+  /**
+   * Where the log stands now. Reservations made after it (synchronously, in the same turn) can be
+   * taken back with `rewind`, so a batch that cannot be completed leaves nothing behind.
+   */
+  mark(): LogMark {
+    const seg = this.segments.at(-1);
+    return {
+      writePos: this.writePos,
+      segments: this.segments.length,
+      slab: this.slab,
+      slabUsed: this.slab?.used ?? 0,
+      closedSlabs: this.closedSlabs.length,
+      fill: seg?.fill ?? 0,
+    };
+  }
+
+  /** Take back every reservation made since `m` (same turn: nothing of it has been handed to the flusher). */
+  rewind(m: LogMark): void {
+    if (this.writePos === m.writePos) return;
+    while (this.segments.length > m.segments) this.segments.pop();
+    const seg = this.segments.at(-1);
+    if (seg) seg.fill = m.fill;
+    this.closedSlabs.length = m.closedSlabs;
+    this.slab = m.slab;
+    if (this.slab) this.slab.used = m.slabUsed;
+    this.writePos = m.writePos;
+  }
+
   /** Append a ready-made frame. Returns its position. */
   appendFrame(frame: Uint8Array): number {
     const r = this.reserve(frame.length);
@@ -200,15 +288,19 @@ export class SegmentLog {
 
   /** Resolves when every byte reserved so far is durable under the flush policy. */
   whenDurable(position = this.writePos): Promise<void> {
-    if (this.failed) return Promise.reject(new VelaError('STORE_IO_ERROR', this.failed.message));
+    if (this.fatal) return Promise.reject(readOnlyError(this.fatal));
     if (position <= this.durablePos) return Promise.resolve();
+    if (this.transient) return Promise.reject(this.transient);
     return new Promise((resolve, reject) => {
       this.waiters.push({ position, resolve, reject });
       this.scheduleFlush();
     });
   }
 
-  /** Write everything pending and fsync it, whatever the policy. */
+  /**
+   * Write everything pending and fsync it, whatever the policy. A failed fsync makes the log
+   * read-only (it is never retried: the pages it covered may be gone).
+   */
   async sync(): Promise<void> {
     await this.whenDurable();
     if (this.syncedPos >= this.durablePos) return;
@@ -218,13 +310,17 @@ export class SegmentLog {
     }
     const target = this.durablePos;
     this.syncing = (async () => {
-      for (const seg of this.segments) {
-        if (seg.fd !== null && seg.base + seg.written > this.syncedPos) await fdatasyncP(seg.fd);
+      for (const seg of [...this.segments]) {
+        if (seg.base + seg.written > this.syncedPos && seg.fd !== null)
+          await this.use(seg, (fd) => synced(this.fs.fdatasync(fd)));
       }
       this.syncedPos = Math.max(this.syncedPos, target);
     })();
     try {
       await this.syncing;
+    } catch (err) {
+      this.goFatal(err as Error, 'fsync of the log failed');
+      throw readOnlyError(this.fatal!);
     } finally {
       this.syncing = null;
     }
@@ -242,7 +338,7 @@ export class SegmentLog {
       if (!seg) throw new VelaError('STORE_BAD_ARGUMENT', `position ${at} is not stored`);
       const want = Math.min(end - at, seg.base + seg.written - at);
       if (want <= 0) break;
-      const n = await readFully(await this.fdOf(seg), buf.subarray(got), want, at - seg.base);
+      const n = await this.use(seg, (fd) => readFully(this.fs, fd, buf.subarray(got), want, at - seg.base));
       got += n;
       if (n < want) break;
     }
@@ -268,38 +364,41 @@ export class SegmentLog {
           problem: { position, reason: `gap before segment ${segmentName(seg.base)}` },
         };
       }
-      const fd = await this.fdOf(seg);
-      const segEnd = seg.base + seg.written;
-      let buf = Buffer.allocUnsafe(Math.min(SCAN_CHUNK, Math.max(1, segEnd - position)));
-      while (position < segEnd) {
-        const want = Math.min(buf.length, segEnd - position);
-        const n = await readFully(fd, buf, want, position - seg.base);
-        let off = 0;
-        while (off < n) {
-          const check = checkFrame(buf, off, n);
-          if (check === FrameCheck.OK) {
-            onFrame(buf, off, position + off, frameType(buf, off));
-            off += frameLength(buf, off);
-            continue;
-          }
-          if (check === FrameCheck.INCOMPLETE) {
-            const len = n - off >= 4 ? frameLength(buf, off) : 0;
-            if (position + off + Math.max(len, 9) > segEnd || n < want) {
-              return {
-                validEnd: position + off,
-                problem: { position: position + off, reason: 'torn record' },
-              };
+      const result = await this.use(seg, async (fd) => {
+        const segEnd = seg.base + seg.written;
+        let buf = Buffer.allocUnsafe(Math.min(SCAN_CHUNK, Math.max(1, segEnd - position)));
+        while (position < segEnd) {
+          const want = Math.min(buf.length, segEnd - position);
+          const n = await readFully(this.fs, fd, buf, want, position - seg.base);
+          let off = 0;
+          while (off < n) {
+            const check = checkFrame(buf, off, n);
+            if (check === FrameCheck.OK) {
+              onFrame(buf, off, position + off, frameType(buf, off));
+              off += frameLength(buf, off);
+              continue;
             }
-            if (off === 0) buf = Buffer.allocUnsafe(Math.max(len, buf.length)); // a frame bigger than the chunk
-            break;
+            if (check === FrameCheck.INCOMPLETE) {
+              const len = n - off >= 4 ? frameLength(buf, off) : 0;
+              if (position + off + Math.max(len, 9) > segEnd || n < want) {
+                return {
+                  validEnd: position + off,
+                  problem: { position: position + off, reason: 'torn record' },
+                };
+              }
+              if (off === 0) buf = Buffer.allocUnsafe(Math.max(len, buf.length)); // a frame bigger than the chunk
+              break;
+            }
+            return {
+              validEnd: position + off,
+              problem: { position: position + off, reason: 'checksum mismatch' },
+            };
           }
-          return {
-            validEnd: position + off,
-            problem: { position: position + off, reason: 'checksum mismatch' },
-          };
+          position += off;
         }
-        position += off;
-      }
+        return null;
+      });
+      if (result) return result;
     }
     return { validEnd: position };
   }
@@ -313,21 +412,22 @@ export class SegmentLog {
   async truncate(
     position: number,
     preserveTail = false,
+    stamp = 0,
   ): Promise<{ truncatedBytes: number; quarantined: string[] }> {
+    const sfs = this.fs;
     let truncatedBytes = 0;
     const quarantined: string[] = [];
     const qdir = join(this.opts.dir, 'quarantine');
-    const stamp = Date.now();
     while (this.segments.length > 0 && this.segments.at(-1)!.base >= position) {
       const seg = this.segments.pop()!;
       await this.closeSegment(seg);
       if (seg.written === 0) {
-        await unlink(seg.path).catch(() => {});
+        await sfs.unlink(seg.path).catch(() => {});
         continue;
       }
-      await mkdir(qdir, { recursive: true });
+      await ensureDir(sfs, qdir);
       const name = `${segmentName(seg.base)}.${stamp}`;
-      await rename(seg.path, join(qdir, name));
+      await sfs.rename(seg.path, join(qdir, name));
       truncatedBytes += seg.written;
       quarantined.push(name);
     }
@@ -335,21 +435,20 @@ export class SegmentLog {
     if (seg && seg.base + seg.written > position) {
       const keep = position - seg.base;
       if (preserveTail) {
-        await mkdir(qdir, { recursive: true });
+        await ensureDir(sfs, qdir);
         const name = `${segmentName(seg.base)}.tail-at-${keep}.${stamp}`;
-        await pipeline(
-          fs.createReadStream(seg.path, { start: keep }),
-          fs.createWriteStream(join(qdir, name)),
-        );
+        await this.use(seg, (fd) => copyRange(sfs, fd, keep, seg.written - keep, join(qdir, name)));
         quarantined.push(name);
       }
       truncatedBytes += seg.written - keep;
-      const fd = await this.fdOf(seg);
-      await ftruncateP(fd, keep);
-      await fdatasyncP(fd);
+      await this.use(seg, async (fd) => {
+        await sfs.ftruncate(fd, keep);
+        await sfs.fdatasync(fd);
+      });
       seg.written = seg.fill = keep;
     }
-    await fsyncDir(this.opts.dir);
+    if (quarantined.length > 0) await fsyncDir(sfs, qdir);
+    await fsyncDir(sfs, this.opts.dir);
     const last = this.segments.at(-1);
     this.writePos = this.durablePos = this.syncedPos = last ? last.base + last.written : position;
     return { truncatedBytes, quarantined };
@@ -362,39 +461,59 @@ export class SegmentLog {
       const seg = this.segments[0]!;
       if (seg.base + seg.fill > position) break;
       this.segments.shift();
-      // Reads already under way keep their descriptor: close it later so it is never reused under them.
-      this.closeLater(seg);
-      await unlink(seg.path);
+      // Reads under way keep their descriptor: it is closed when the last of them is done.
+      seg.retired = true;
+      if (seg.users === 0) await this.closeSegment(seg);
+      await this.fs.unlink(seg.path);
       removed.push({ base: seg.base, end: seg.base + seg.fill });
     }
-    if (removed.length) await fsyncDir(this.opts.dir);
+    if (removed.length) {
+      try {
+        await synced(fsyncDir(this.fs, this.opts.dir));
+      } catch (err) {
+        this.goFatal(err as Error, 'fsync of the log directory failed');
+        throw readOnlyError(this.fatal!);
+      }
+    }
     return removed;
+  }
+
+  /**
+   * Make the log read-only now (another part of the store had a fatal I/O failure): every pending
+   * and future append is refused until a restart.
+   */
+  failWrites(err: Error): void {
+    this.goFatal(err, 'the store went read-only');
+  }
+
+  /** Close descriptors of sealed segments no read is using (relief when the process runs out of them). */
+  async releaseIdleDescriptors(): Promise<number> {
+    let closed = 0;
+    const active = this.segments.at(-1);
+    for (const seg of this.segments) {
+      if (seg === active || seg.fd === null || seg.users > 0 || !this.evictable(seg)) continue;
+      await this.closeSegment(seg);
+      closed++;
+    }
+    return closed;
   }
 
   /** Flush and fsync everything, then close all files. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.syncTimer) clearInterval(this.syncTimer);
-    if (!this.failed) await this.sync();
-    this.closed = true;
-    for (const seg of this.segments) await this.closeSegment(seg);
-    for (const [timer, fd] of this.lateCloses) {
-      clearTimeout(timer);
-      await closeP(fd).catch(() => {});
+    try {
+      if (!this.fatal && !this.transient) await this.sync();
+    } finally {
+      this.closed = true;
+      for (const seg of this.segments) await this.closeSegment(seg).catch(() => {});
     }
-    this.lateCloses.clear();
   }
 
-  private closeLater(seg: Segment): void {
-    if (seg.fd === null) return;
-    const fd = seg.fd;
-    seg.fd = null;
-    const timer: NodeJS.Timeout = setTimeout(() => {
-      this.lateCloses.delete(timer);
-      fs.close(fd, () => {});
-    }, LATE_CLOSE_MS);
-    timer.unref();
-    this.lateCloses.set(timer, fd);
+  // ------------------------------------------------------------------------------------------------
+
+  private segment(base: number, path: string, size: number, fresh: boolean): Segment {
+    return { base, fill: size, written: size, fd: null, path, fresh, users: 0, retired: false, lastUse: 0 };
   }
 
   private segmentAt(position: number): Segment | undefined {
@@ -413,13 +532,7 @@ export class SegmentLog {
 
   private newSegment(): Segment {
     const base = this.writePos;
-    const seg: Segment = {
-      base,
-      fill: 0,
-      written: 0,
-      fd: null,
-      path: join(this.opts.dir, segmentName(base)),
-    };
+    const seg = this.segment(base, join(this.opts.dir, segmentName(base)), 0, true);
     this.segments.push(seg);
     return seg;
   }
@@ -433,28 +546,79 @@ export class SegmentLog {
     return this.slab;
   }
 
+  /** Run `fn` with the segment's descriptor, which stays open until it is done. */
+  private async use<T>(seg: Segment, fn: (fd: number) => Promise<T>): Promise<T> {
+    seg.users++;
+    seg.lastUse = ++this.useClock;
+    try {
+      return await fn(await this.fdOf(seg));
+    } finally {
+      seg.users--;
+      if (seg.users === 0 && seg.retired) await this.closeSegment(seg).catch(() => {});
+    }
+  }
+
   private async fdOf(seg: Segment): Promise<number> {
     if (seg.fd === null) {
       // A segment created by this process starts empty; an existing one is opened for read and write.
-      const exists = seg.written > 0 || fs.existsSync(seg.path);
       // Under `sync` every write is made durable by the write itself (O_DSYNC): one round trip to the
       // thread pool per group commit instead of a write followed by an fdatasync.
-      const c = fs.constants;
+      const fresh = seg.fresh;
       const flags =
-        (exists ? c.O_RDWR : c.O_RDWR | c.O_CREAT | c.O_TRUNC) | (this.opts.flush === 'sync' ? c.O_DSYNC : 0);
-      const fd = await openP(seg.path, flags);
-      if (seg.fd === null) seg.fd = fd;
-      else await closeP(fd);
-      if (!exists) await fsyncDir(this.opts.dir);
+        (fresh ? O.O_RDWR | O.O_CREAT | O.O_TRUNC : O.O_RDWR) | (this.opts.flush === 'sync' ? O.O_DSYNC : 0);
+      let fd: number;
+      try {
+        fd = await this.fs.open(seg.path, flags);
+      } catch (err) {
+        // Out of descriptors: give back the idle ones (ours and the store's) and try once more.
+        if (!isDescriptorError(err)) throw err;
+        const freed = (await this.releaseIdleDescriptors()) + ((await this.opts.releaseDescriptors?.()) ?? 0);
+        if (freed === 0) throw err;
+        fd = await this.fs.open(seg.path, flags);
+      }
+      if (seg.fd !== null) {
+        await this.fs.close(fd);
+        return seg.fd;
+      }
+      seg.fd = fd;
+      if (fresh) {
+        // The new file's directory entry must be durable before any record in it is acknowledged.
+        await synced(fsyncDir(this.fs, this.opts.dir));
+        seg.fresh = false;
+      }
+      if (this.sealedOpen().length > this.maxOpenSegments) void this.trimSealed();
     }
-    return seg.fd!;
+    return seg.fd;
+  }
+
+  private evictable(seg: Segment): boolean {
+    // Under `async` a segment with unsynced bytes keeps its descriptor until they are fsynced.
+    return this.opts.flush === 'sync' || seg.base + seg.written <= this.syncedPos;
+  }
+
+  private sealedOpen(): Segment[] {
+    const active = this.segments.at(-1);
+    return this.segments.filter((s) => s !== active && s.fd !== null);
+  }
+
+  private async trimSealed(): Promise<void> {
+    const open = this.sealedOpen();
+    let excess = open.length - this.maxOpenSegments;
+    const idle = open.filter((s) => s.users === 0 && this.evictable(s)).sort((a, b) => a.lastUse - b.lastUse);
+    for (const seg of idle) {
+      if (excess <= 0) break;
+      if (seg.users === 0 && seg.fd !== null) {
+        await this.closeSegment(seg).catch(() => {});
+        excess--;
+      }
+    }
   }
 
   private async closeSegment(seg: Segment): Promise<void> {
     if (seg.fd !== null) {
       const fd = seg.fd;
       seg.fd = null;
-      await closeP(fd);
+      await this.fs.close(fd);
     }
   }
 
@@ -468,7 +632,7 @@ export class SegmentLog {
         this.flushing = null;
         // A waiter released by the loop may have appended before this ran, while `flushing` still
         // looked busy: pick that up now, or it would wait forever.
-        if (!this.failed && this.writePos > this.durablePos) this.scheduleFlush();
+        if (!this.fatal && !this.transient && this.writePos > this.durablePos) this.scheduleFlush();
       });
     });
   }
@@ -503,7 +667,7 @@ export class SegmentLog {
   }
 
   private async flushLoop(): Promise<void> {
-    while (!this.failed && this.writePos > this.durablePos) {
+    while (!this.fatal && !this.transient && this.writePos > this.durablePos) {
       const chunks = this.takeChunks();
       if (chunks.length === 0) break;
       const end = chunks.at(-1)!.position + chunks.at(-1)!.buf.length;
@@ -520,12 +684,7 @@ export class SegmentLog {
             bytes += chunks[i]!.buf.length;
             i++;
           }
-          const fd = await this.fdOf(seg);
-          let written = 0;
-          while (written < bytes) {
-            const rest = written === 0 ? bufs : sliceBufs(bufs, written);
-            written += await writevP(fd, rest, start - seg.base + written);
-          }
+          await this.use(seg, (fd) => writeAll(this.fs, fd, bufs, start - seg.base));
           seg.written = Math.max(seg.written, start - seg.base + bytes);
           touched.push(seg);
         }
@@ -533,10 +692,11 @@ export class SegmentLog {
         // "stored". Under async a segment being left behind is fsynced once, so only the active
         // segment has a loss window.
         if (this.opts.flush === 'async') {
-          for (const seg of touched) if (seg !== this.segments.at(-1)) await fdatasyncP(seg.fd!);
+          for (const seg of touched)
+            if (seg !== this.segments.at(-1)) await this.use(seg, (fd) => synced(this.fs.fdatasync(fd)));
         }
       } catch (err) {
-        await this.fail(err as Error);
+        await this.onWriteFailure(err as Error);
         return;
       }
       this.durablePos = end;
@@ -560,12 +720,9 @@ export class SegmentLog {
     for (const x of done) x.resolve();
   }
 
-  /** Roll back to the durable end after an I/O failure and reject everyone waiting past it. */
-  private async fail(err: Error): Promise<void> {
+  /** Forget every reservation past the durable end and reject whoever waits for it. */
+  private dropUnflushed(error: Error): Segment[] {
     const durable = this.durablePos;
-    this.opts.logger.error({ err, durableEnd: durable }, 'log write failed; rolling back unflushed records');
-    // Reset in-memory state synchronously and refuse appends until the files match it again.
-    this.failed = err;
     this.slab = null;
     this.closedSlabs = [];
     this.writePos = durable;
@@ -573,50 +730,107 @@ export class SegmentLog {
     while (this.segments.length > 1 && this.segments.at(-1)!.base >= durable)
       dropped.push(this.segments.pop()!);
     const seg = this.segments.at(-1);
-    const keep = seg ? durable - seg.base : 0;
-    if (seg) seg.fill = Math.min(seg.fill, keep);
+    if (seg) seg.fill = Math.min(seg.fill, durable - seg.base);
     this.opts.onRollback?.(durable);
     const rejected = this.waiters;
     this.waiters = [];
-    const error = new VelaError('STORE_IO_ERROR', err.message, { cause: err });
     for (const w of rejected) w.reject(error);
+    return dropped;
+  }
+
+  private async onWriteFailure(err: Error): Promise<void> {
+    if (!(err instanceof SyncFailure) && isTransient(err)) {
+      await this.rollBack(err);
+      return;
+    }
+    this.goFatal(err, 'log write failed');
+  }
+
+  /**
+   * A transient failure (no space, no descriptors): nothing past the durable end was acknowledged,
+   * and the bytes of the failed call never reached the file. Cut the files back to the durable end
+   * and make that durable, then accept appends again. If that fails too, the log goes read-only.
+   */
+  private async rollBack(err: Error): Promise<void> {
+    const durable = this.durablePos;
+    const error = transientError(err, `writing ${this.opts.dir}`);
+    this.transient = error;
+    this.opts.logger.warn(
+      { err, durableEnd: durable },
+      'log write failed for lack of space or descriptors; rolling back unacknowledged records',
+    );
+    const dropped = this.dropUnflushed(error);
+    this.opts.onTransient?.(err);
+    const seg = this.segments.at(-1);
     try {
       for (const d of dropped) {
         await this.closeSegment(d);
-        await unlink(d.path).catch(() => {});
+        if (!d.fresh) {
+          await this.fs.unlink(d.path).catch((e: unknown) => {
+            if (errnoOf(e) !== 'ENOENT') throw e;
+          });
+        }
       }
-      if (seg) {
+      if (seg && !seg.fresh) {
         // A partly completed write may have landed past what `written` says: always cut the file.
-        await ftruncateP(await this.fdOf(seg), keep);
+        const keep = durable - seg.base;
+        await this.use(seg, async (fd) => {
+          await this.fs.ftruncate(fd, keep);
+          await synced(this.fs.fdatasync(fd));
+        });
         seg.written = keep;
       }
-      this.failed = null;
-    } catch (truncErr) {
-      this.failed = truncErr as Error;
-      this.opts.logger.error({ err: truncErr }, 'log rollback failed; refusing further writes until restart');
+      if (dropped.some((d) => !d.fresh)) await synced(fsyncDir(this.fs, this.opts.dir));
+      this.transient = null;
+      // Reads and writes may have been refused descriptors too: give back the idle ones.
+      if (isDescriptorError(err)) {
+        await this.releaseIdleDescriptors();
+        await this.opts.releaseDescriptors?.();
+      }
+    } catch (rollbackErr) {
+      this.transient = null;
+      this.goFatal(rollbackErr as Error, 'log rollback failed');
     }
+  }
+
+  private goFatal(err: Error, what: string): void {
+    if (this.fatal) return;
+    const cause = err instanceof SyncFailure ? (err.cause as Error) : err;
+    this.fatal = cause;
+    this.opts.logger.fatal(
+      { err: cause, dir: this.opts.dir, durableEnd: this.durablePos },
+      `${what}: the log is READ-ONLY until the broker restarts and recovers from disk`,
+    );
+    this.dropUnflushed(readOnlyError(cause));
+    this.opts.onFatal?.(cause);
   }
 }
 
-async function readFully(fd: number, buf: Buffer, len: number, filePos: number): Promise<number> {
-  let got = 0;
-  while (got < len) {
-    const n = await readP(fd, buf, got, len - got, filePos + got);
-    if (n === 0) break;
-    got += n;
-  }
-  return got;
+function isDescriptorError(err: unknown): boolean {
+  const c = errnoOf(err);
+  return c === 'EMFILE' || c === 'ENFILE';
 }
 
-function sliceBufs(bufs: Buffer[], skip: number): Buffer[] {
-  const out: Buffer[] = [];
-  for (const b of bufs) {
-    if (skip >= b.length) {
-      skip -= b.length;
-      continue;
+/** Copy `length` bytes from `fd` at `from` into a new file at `path`, fsynced. */
+async function copyRange(
+  sfs: StoreFs,
+  fd: number,
+  from: number,
+  length: number,
+  path: string,
+): Promise<void> {
+  const out = await sfs.open(path, O.O_WRONLY | O.O_CREAT | O.O_TRUNC);
+  try {
+    const buf = Buffer.allocUnsafe(Math.min(length, SCAN_CHUNK) || 1);
+    let done = 0;
+    while (done < length) {
+      const n = await readFully(sfs, fd, buf, Math.min(buf.length, length - done), from + done);
+      if (n === 0) break;
+      await writeAll(sfs, out, [buf.subarray(0, n)], done);
+      done += n;
     }
-    out.push(skip > 0 ? b.subarray(skip) : b);
-    skip = 0;
+    await sfs.fdatasync(out);
+  } finally {
+    await sfs.close(out);
   }
-  return out;
 }

@@ -55,6 +55,7 @@ test('a message record round-trips every field, including non-ASCII text', () =>
   );
   const f = decodeMessageIndexFields(frame, 0);
   assert.deepEqual(f, {
+    flags: 0,
     topic: 'OrderTopic',
     queueId: 3,
     queueOffset: 42,

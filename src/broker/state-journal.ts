@@ -84,7 +84,12 @@ export class StateJournal {
     let unknown = 0;
     const parts = new Map<string, { items: unknown[]; value?: unknown; whole: boolean }>();
     const log = await StateLog.open(
-      { dir: opts.dir, flush: opts.flush, logger: opts.logger, ...(opts.clock ? { clock: opts.clock } : {}) },
+      {
+        dir: opts.dir,
+        flush: opts.flush,
+        logger: opts.logger,
+        ...(opts.clock ? { clock: opts.clock } : {}),
+      },
       {
         onSnapshot: (chunk, version) => {
           const data = JSON.parse(chunk.toString('utf8')) as Record<string, unknown>;

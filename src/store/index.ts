@@ -1,6 +1,7 @@
 /** The storage engine's public surface: `import { MessageStore } from 'vela/store'`. */
 export { MessageStore } from './message-store.js';
 export type {
+  MessageStoreOptions,
   AppendResult,
   ReadOptions,
   ReadResult,
@@ -21,3 +22,5 @@ export { VelaError, isVelaError } from '../common/errors.js';
 export type { ErrorKind } from '../common/errors.js';
 export type { FlushPolicy, StoreSettings } from '../common/config.js';
 export { STORE_DEFAULTS } from '../common/config.js';
+export { nodeStoreFs } from './store-fs.js';
+export type { StoreFs, StoreStat } from './store-fs.js';

@@ -115,7 +115,9 @@ export class NodeFaults {
   }
 
   async install(): Promise<this> {
-    const self = this;
+    const fault = (op: FsOp, path: string) => this.fault(op, path);
+    const mine = (path: unknown): path is string => this.mine(path);
+    const openFds = this.openFds;
     const F = fs as unknown as Record<string, unknown>;
     // Callback API.
     this.patch(
@@ -123,12 +125,12 @@ export class NodeFaults {
       'open',
       (orig) =>
         function (this: unknown, path: unknown, ...rest: unknown[]) {
-          if (!self.mine(path)) return orig.call(this, path, ...rest);
+          if (!mine(path)) return orig.call(this, path, ...rest);
           const cb = rest.pop() as (err: Error | null, fd?: number) => void;
-          const err = self.fault('open', path);
+          const err = fault('open', path);
           if (err) return process.nextTick(cb, err);
           return orig.call(this, path, ...rest, (e: Error | null, fd: number) => {
-            if (!e) self.openFds.set(fd, path);
+            if (!e) openFds.set(fd, path);
             cb(e, fd);
           });
         },
@@ -139,12 +141,12 @@ export class NodeFaults {
         op,
         (orig) =>
           function (this: unknown, fd: unknown, ...rest: unknown[]) {
-            const path = self.openFds.get(fd as number);
+            const path = openFds.get(fd as number);
             if (path === undefined) return orig.call(this, fd, ...rest);
             const cb = rest.at(-1) as (err: Error | null) => void;
-            const err = self.fault(op, path);
+            const err = fault(op, path);
             if (err) return process.nextTick(cb, err);
-            if (op === 'close') self.openFds.delete(fd as number);
+            if (op === 'close') openFds.delete(fd as number);
             return orig.call(this, fd, ...rest);
           },
       );
@@ -155,8 +157,8 @@ export class NodeFaults {
         op,
         (orig) =>
           function (this: unknown, path: unknown, ...rest: unknown[]) {
-            if (!self.mine(path)) return orig.call(this, path, ...rest);
-            const err = self.fault(op, path);
+            if (!mine(path)) return orig.call(this, path, ...rest);
+            const err = fault(op, path);
             if (err) return process.nextTick(rest.at(-1) as (e: Error) => void, err);
             return orig.call(this, path, ...rest);
           },
@@ -170,8 +172,8 @@ export class NodeFaults {
         op,
         (orig) =>
           async function (this: unknown, path: unknown, ...rest: unknown[]) {
-            if (self.mine(path)) {
-              const err = self.fault(op, path);
+            if (mine(path)) {
+              const err = fault(op, path);
               if (err) throw err;
             }
             return orig.call(this, path, ...rest);
@@ -184,12 +186,12 @@ export class NodeFaults {
       'open',
       (orig) =>
         async function (this: unknown, path: unknown, ...rest: unknown[]) {
-          if (!self.mine(path)) return orig.call(this, path, ...rest);
-          const err = self.fault('open', path);
+          if (!mine(path)) return orig.call(this, path, ...rest);
+          const err = fault('open', path);
           if (err) throw err;
           const fh = (await orig.call(this, path, ...rest)) as { fd: number };
           handles.set(fh, path);
-          self.openFds.set(fh.fd, path);
+          openFds.set(fh.fd, path);
           return fh;
         },
     );
@@ -199,8 +201,8 @@ export class NodeFaults {
         fileOp,
         (orig) =>
           async function (this: unknown, path: unknown, ...rest: unknown[]) {
-            if (self.mine(path)) {
-              const err = self.fault(fileOp === 'readFile' ? 'read' : 'write', path);
+            if (mine(path)) {
+              const err = fault(fileOp === 'readFile' ? 'read' : 'write', path);
               if (err) throw err;
             }
             return orig.call(this, path, ...rest);
@@ -224,9 +226,9 @@ export class NodeFaults {
           async function (this: object, ...args: unknown[]) {
             const path = handles.get(this);
             if (path !== undefined) {
-              const err = self.fault(op, path);
+              const err = fault(op, path);
               if (err) throw err;
-              if (op === 'close') self.openFds.delete((this as { fd: number }).fd);
+              if (op === 'close') openFds.delete((this as { fd: number }).fd);
             }
             return orig.apply(this, args);
           },

@@ -13,9 +13,12 @@
  * Records from the snapshot position on are replayed over the snapshot, which may already reflect
  * some of them: applying a record must be idempotent (set this, delete that).
  *
- * Snapshots are streamed: each participant's `snapshot()` is taken synchronously (a consistent copy,
- * which must not change afterwards), then serialized and written in chunks of a few tens of KiB
- * while the event loop keeps serving, so the state is never one huge string.
+ * Snapshots are streamed: serialized and written in chunks of a few tens of KiB while the event loop
+ * keeps serving, so the state is never one huge string. A participant gives its part either as a copy
+ * taken synchronously (`snapshot()`; an array is written element by element) or, for a large state,
+ * as a live walk (`snapshotItems()`) read a chunk at a time while the state goes on changing: sound
+ * because every change made meanwhile has a record at or after the snapshot position, replayed over
+ * the snapshot (records must then also be absolute: "set this to", "delete that", never "add one").
  */
 import type { FlushPolicy } from '../common/config.js';
 import { systemClock, type Clock } from '../common/clock.js';
@@ -35,6 +38,11 @@ export interface StateParticipant {
   apply(record: StateRecord): boolean;
   /** A copy of this participant's state, taken synchronously; an array is written element by element. */
   snapshot(): unknown;
+  /**
+   * Optional, for a large state: its elements, walked lazily while the snapshot is written (and while
+   * the state keeps changing). `restore` then receives them as an array.
+   */
+  snapshotItems?(): Iterable<unknown>;
   restore(data: unknown): void;
 }
 
@@ -175,7 +183,10 @@ export class StateJournal {
   compact(): Promise<void> {
     // Never past a committed record that is not applied yet: its effect is not in memory.
     const position = this.pending.find((e) => !e.applied)?.position ?? this.log.endPosition;
-    const parts: [string, unknown][] = this.participants.map((p) => [p.stateKey, p.snapshot()]);
+    const parts: [string, unknown][] = this.participants.map((p) => [
+      p.stateKey,
+      p.snapshotItems ? p.snapshotItems() : p.snapshot(),
+    ]);
     return this.log.compact(chunks(parts), position);
   }
 
@@ -215,19 +226,21 @@ function encode(r: StateRecord): Buffer {
 }
 
 /**
- * The snapshot as chunks of JSON: `{"p": key, "i": [items…]}` for arrays (cut every ~64 KiB, one
- * element serialized at a time), `{"p": key, "v": value}` for anything else.
+ * The snapshot as chunks of JSON: `{"p": key, "i": [items…]}` for arrays and item walks (cut every
+ * ~64 KiB, one element serialized at a time), `{"p": key, "v": value}` for anything else.
  */
 function* chunks(parts: [string, unknown][]): Generator<Buffer> {
   for (const [key, data] of parts) {
-    if (!Array.isArray(data)) {
+    if (!Array.isArray(data) && !isWalk(data)) {
       yield Buffer.from(JSON.stringify({ p: key, v: data }));
       continue;
     }
     const prefix = `{"p":${JSON.stringify(key)},"i":[`;
     let items: string[] = [];
     let chars = 0;
-    for (const item of data as unknown[]) {
+    let any = false;
+    for (const item of data as Iterable<unknown>) {
+      any = true;
       const s = JSON.stringify(item) ?? 'null';
       items.push(s);
       chars += s.length + 1;
@@ -237,6 +250,16 @@ function* chunks(parts: [string, unknown][]): Generator<Buffer> {
         chars = 0;
       }
     }
-    if (items.length > 0 || data.length === 0) yield Buffer.from(`${prefix}${items.join(',')}]}`);
+    if (items.length > 0 || !any) yield Buffer.from(`${prefix}${items.join(',')}]}`);
   }
+}
+
+/** A lazy walk (`snapshotItems`): an iterator, as opposed to a plain value such as an object. */
+function isWalk(data: unknown): data is Iterable<unknown> {
+  return (
+    typeof data === 'object' &&
+    data !== null &&
+    typeof (data as Iterable<unknown>)[Symbol.iterator] === 'function' &&
+    typeof (data as Iterator<unknown>).next === 'function'
+  );
 }

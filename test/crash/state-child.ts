@@ -1,32 +1,96 @@
 /**
- * Child process for the state-journal crash test: appends numbered state records (compacting into a
- * snapshot every few hundred) and prints `A <n>` once each is durable. Killed with SIGKILL by the parent.
+ * Child process for the state-journal crash test. It runs the broker's own state participants (topic
+ * and group registries, committed offsets) on a `StateJournal` exactly as `Broker.open` wires them,
+ * plus a participant that applies its changes to memory before appending them (as the consumption
+ * state does), with a tiny compaction threshold so that snapshots are taken all the time, in the
+ * middle of everything. It prints each change once the broker API has acknowledged it:
  *
- * usage: state-child.ts <dir> <startAt>
+ *   A topic <name> <n>      updateTopic answered (attribute n=<n>)
+ *   A group <name> <v>      updateSubGroup answered (retryMaxTimes=<v>, one more than before)
+ *   A off <group> <q> <n>   offset commit answered
+ *   A cnt <n>               an apply-then-append change answered
+ *
+ * usage: state-child.ts <dir> <round>
  */
-import { StateLog } from '../../src/store/index.js';
+import { StateJournal, type StateParticipant, type StateRecord } from '../../src/broker/state-journal.js';
+import { TopicRegistry } from '../../src/broker/topic-registry.js';
+import { GroupRegistry } from '../../src/broker/group-registry.js';
+import { OffsetStore } from '../../src/broker/offsets.js';
+import { silentLogger } from '../../src/common/logger.js';
 
-const [dir, startAt] = process.argv.slice(2) as [string, string];
-const applied: number[] = [];
-const log = await StateLog.open(
-  { dir, segmentSize: 64 * 1024 },
-  {
-    onSnapshot: (data) => applied.push(...(JSON.parse(data.toString()) as number[])),
-    onRecord: (rec) => applied.push(rec.readUInt32LE(0)),
-  },
-);
-let n = Number(startAt);
-async function writer(): Promise<void> {
-  for (;;) {
-    const k = n++;
-    const rec = Buffer.alloc(4 + (k % 200));
-    rec.writeUInt32LE(k, 0);
-    applied.push(k);
-    const durable = log.append(rec);
-    // The snapshot reflects exactly the records appended before the call, this one included.
-    if (k % 300 === 0) void log.compact(Buffer.from(JSON.stringify(applied)));
-    await durable;
-    process.stdout.write(`A ${k}\n`);
+/** Applies each change to memory, then journals it (the consumption state's order). */
+export class Counters implements StateParticipant {
+  readonly stateKey = 'counters';
+  readonly seen = new Set<number>();
+  journal!: StateJournal;
+  async add(n: number): Promise<void> {
+    this.seen.add(n);
+    await this.journal.append({ k: 'cnt', n });
+  }
+  apply(rec: StateRecord): boolean {
+    if (rec.k !== 'cnt') return false;
+    this.seen.add(rec.n as number);
+    return true;
+  }
+  snapshot(): unknown {
+    return [...this.seen];
+  }
+  restore(data: unknown): void {
+    this.seen.clear();
+    for (const n of data as number[]) this.seen.add(n);
   }
 }
-await Promise.all(Array.from({ length: 8 }, writer));
+
+export async function openState(dir: string, compactBytes: number) {
+  const topics = new TopicRegistry(false);
+  const groups = new GroupRegistry();
+  const offsets = new OffsetStore(() => Date.now());
+  const counters = new Counters();
+  const journal = await StateJournal.open({ dir, flush: 'sync', logger: silentLogger(), compactBytes }, [
+    topics,
+    groups,
+    offsets,
+    counters,
+  ]);
+  topics.journal = groups.journal = offsets.journal = counters.journal = journal;
+  return { journal, topics, groups, offsets, counters };
+}
+
+if (process.argv[1]?.endsWith('state-child.ts')) {
+  const [dir, round] = process.argv.slice(2) as [string, string];
+  const s = await openState(dir, 2048);
+  const out = (line: string) => process.stdout.write(line + '\n');
+  // Values grow across rounds, so a later commit is always a larger number.
+  let seq = Number(round) * 1_000_000;
+  const groupVersion = new Map<number, number>();
+  const writer = async (w: number): Promise<void> => {
+    for (;;) {
+      const n = seq++;
+      switch (n % 4) {
+        case 0: {
+          const name = `T${round}_${n}`;
+          await s.topics.upsert(name, { attributes: { n: String(n) } });
+          out(`A topic ${name} ${n}`);
+          break;
+        }
+        case 1: {
+          // Each writer updates its own group, one change at a time: version v, then v + 1 …
+          const name = `G${w}`;
+          const v = ((s.groups.get(name)?.retryMaxTimes ?? -1) + 1) % 50;
+          groupVersion.set(w, v);
+          await s.groups.upsert(name, { retryMaxTimes: v });
+          out(`A group ${name} ${v}`);
+          break;
+        }
+        case 2:
+          await s.offsets.commit(`G${w}`, 'Topic', w, n);
+          out(`A off G${w} ${w} ${n}`);
+          break;
+        default:
+          await s.counters.add(n);
+          out(`A cnt ${n}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, (_, w) => writer(w)));
+}

@@ -8,6 +8,7 @@ import { crc32 } from 'node:zlib';
 import { StateJournal, type StateParticipant, type StateRecord } from '../../src/broker/state-journal.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { tempDir } from '../helpers.js';
+import { NodeFaults } from '../fault/node-faults.js';
 
 async function openCollect(
   dir: string,
@@ -192,5 +193,35 @@ test('compacting a large state never stalls the event loop for long (it is strea
   } finally {
     dir.cleanup();
     crashed.cleanup();
+  }
+});
+
+test('a compaction that keeps failing (disk full) is retried with backoff, not on every append', async () => {
+  const dir = tempDir();
+  const faults = await new NodeFaults(dir.path).install();
+  try {
+    const big = new BigState();
+    const journal = await StateJournal.open(
+      { dir: dir.path, flush: 'sync', logger: silentLogger(), compactBytes: 256 },
+      [big],
+    );
+    faults.fail({ ops: ['open'], path: /snapshot\.tmp$/, code: 'ENOSPC' });
+    const pad = 'y'.repeat(100);
+    for (let i = 0; i < 200; i++) {
+      big.entries.set(`k${i}`, { v: i, pad });
+      await journal.append({ k: 'big', key: `k${i}`, v: i, pad });
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const attempts = faults.count('open', /snapshot\.tmp$/);
+    assert.ok(attempts >= 1 && attempts <= 3, `${attempts} compaction attempts for 200 appends`);
+    faults.clear();
+    await journal.close();
+    const back = new BigState();
+    const again = await StateJournal.open({ dir: dir.path, flush: 'sync', logger: silentLogger() }, [back]);
+    assert.equal(back.entries.size, 200);
+    await again.close();
+  } finally {
+    faults.uninstall();
+    dir.cleanup();
   }
 });

@@ -10,7 +10,7 @@ export type {
   RetentionReport,
   RecoveryReport,
   ArrivalListener,
-} from './message-store.js';
+} from './store-types.js';
 export { StateLog } from './state-log.js';
 export type { StateLogOptions, StateReplay } from './state-log.js';
 export { tagHash, keyHash } from './record-codec.js';

@@ -13,169 +13,49 @@
  * consumer ever sees a message the store could still lose.
  */
 import { join } from 'node:path';
-import { STORE_DEFAULTS, type FlushPolicy } from '../common/config.js';
-import type { StoreOptions, DiskUsageProbe } from './options.js';
-import { systemClock, type Clock } from '../common/clock.js';
-import { silentLogger, type Logger } from '../common/logger.js';
 import { isVelaError, VelaError } from '../common/errors.js';
 import { SegmentLog } from './segment-log.js';
 import { QueueIndex } from './queue-index.js';
 import { KeyIndex } from './key-index.js';
 import { readCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
-import { planRetention, type RetentionReason } from './retention.js';
-import { statfsDiskUsage } from './disk-usage.js';
+import { planRetention } from './retention.js';
 import { acquireDirLock, type DirLock } from './dir-lock.js';
 import { SerialExecutor } from './serial-executor.js';
-import { ensureDir, errnoOf, fsyncDir, nodeStoreFs, removeTree, type StoreFs } from './store-fs.js';
-import { isRetriable, readOnlyError, rootCause } from './io-errors.js';
+import { ensureDir, errnoOf, fsyncDir, removeTree } from './store-fs.js';
+import { isRetriable, readOnlyError } from './io-errors.js';
+import { StoreHealth } from './store-health.js';
+import { checkMessageInput } from './message-input.js';
+import { loadQueues, recoverIndexes } from './recovery.js';
+import {
+  queueKey,
+  resolveStoreOptions,
+  type AppendResult,
+  type ArrivalListener,
+  type MessageStoreOptions,
+  type QueueState,
+  type ReadOptions,
+  type ReadResult,
+  type RecoveryReport,
+  type ResolvedStoreOptions,
+  type RetentionReport,
+} from './store-types.js';
 import {
   BATCH_CONTINUES,
   checkFrame,
   decodeMessageFrame,
-  decodeMessageIndexFields,
   encodeMessageFrame,
   FrameCheck,
   frameLength,
   keyHash,
-  messageFrameUpperBound,
   RecordType,
   tagHash,
   MAX_FRAME_SIZE,
-  type MessageIndexFields,
   type MessageInput,
   type StoredMessage,
 } from './record-codec.js';
 
-export interface AppendResult {
-  messageId: string;
-  queueId: number;
-  queueOffset: number;
-  logPosition: number;
-  size: number;
-  storeTimestamp: number;
-}
-
-export interface ReadOptions {
-  /** Most messages to return. @defaultValue 32 */
-  maxCount?: number;
-  /** Stop adding messages past this many bytes (the first is always returned). @defaultValue 1 MiB */
-  maxBytes?: number;
-  /** Only messages whose tag hash is in this set (see `tagHash`); entries are skipped via the index. */
-  tagHashes?: ReadonlySet<number> | null;
-  /** With a filter, how many index entries one read may skip over. @defaultValue 4096 */
-  maxScan?: number;
-}
-
-export type ReadStatus =
-  /** Messages returned (possibly none when the filter matched nothing in the scanned range). */
-  | 'FOUND'
-  /** `offset` is at the end of the queue. */
-  | 'NO_NEW_MESSAGE'
-  /** `offset` is past the end of the queue; `nextOffset` is the end. */
-  | 'OFFSET_OVERFLOW'
-  /** `offset` was removed by retention; `nextOffset` is the first stored one. */
-  | 'OFFSET_TOO_SMALL'
-  /** No message was ever stored in this queue. */
-  | 'NO_SUCH_QUEUE';
-
-export interface ReadResult {
-  status: ReadStatus;
-  messages: StoredMessage[];
-  /** Where the next read should start. */
-  nextOffset: number;
-  minOffset: number;
-  maxOffset: number;
-  /** Offsets skipped because their record failed its checksum (each is logged). */
-  corruptOffsets: number[];
-}
-
-export interface QueueState {
-  topic: string;
-  queueId: number;
-  minOffset: number;
-  /** Offset the next message will get; also the count of messages ever stored. */
-  maxOffset: number;
-  lastStoreTimestamp: number;
-}
-
-export interface RetentionReport {
-  deletedSegments: { base: number; end: number; reason: RetentionReason }[];
-  usageBefore: number;
-  usageAfter: number;
-  logStart: number;
-}
-
-export interface RecoveryReport {
-  clean: boolean;
-  /** Log bytes re-read after the checkpoint. */
-  scannedBytes: number;
-  /** Records re-indexed. */
-  recoveredRecords: number;
-  /** Bytes cut from a damaged tail. */
-  truncatedBytes: number;
-  problem?: { position: number; reason: string };
-  quarantined: string[];
-  durationMs: number;
-}
-
-export type ArrivalListener = (topic: string, queueId: number, maxOffset: number) => void;
-
-/** Options of `MessageStore.open`: the store options, plus what only embedders and tests inject. */
-export interface MessageStoreOptions extends StoreOptions {
-  /** The file system underneath (tests put fault injection or a power-cut model here). @defaultValue Node's */
-  fs?: StoreFs;
-  /** Sealed log segments kept open for reads. @defaultValue 32 */
-  maxOpenSegments?: number;
-  /** Open index descriptors beyond which idle ones are closed at each checkpoint. @defaultValue 512 */
-  maxOpenIndexFiles?: number;
-}
-
-interface ResolvedStoreOptions {
-  dataDir: string;
-  flush: FlushPolicy;
-  flushIntervalMs: number;
-  segmentSize: number;
-  indexEntriesPerFile: number;
-  indexFlushIntervalMs: number;
-  checkpointIntervalMs: number;
-  retentionMs: number;
-  retentionCheckIntervalMs: number;
-  diskCheckIntervalMs: number;
-  diskCleanupRatio: number;
-  diskForceCleanupRatio: number;
-  diskRefuseRatio: number;
-  verifyChecksumOnRead: boolean;
-  diskUsage: DiskUsageProbe;
-  clock: Clock;
-  logger: Logger;
-  fs: StoreFs;
-  maxOpenSegments: number;
-  maxOpenIndexFiles: number;
-}
-
-function resolve(o: MessageStoreOptions): Readonly<ResolvedStoreOptions> {
-  if (!o.dataDir) throw new VelaError('STORE_BAD_ARGUMENT', 'dataDir is required');
-  return Object.freeze({
-    flush: 'sync',
-    ...STORE_DEFAULTS,
-    maxOpenSegments: 32,
-    maxOpenIndexFiles: 512,
-    ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)),
-    dataDir: o.dataDir,
-    diskUsage: o.diskUsage ?? statfsDiskUsage,
-    clock: o.clock ?? systemClock,
-    logger: o.logger ?? silentLogger(),
-    fs: o.fs ?? nodeStoreFs,
-  }) as Readonly<ResolvedStoreOptions>;
-}
-
-const queueKey = (topic: string, queueId: number) => `${queueId}\u0000${topic}`;
 const READ_COALESCE_GAP = 64 * 1024;
 const READ_MAX_SPAN = 4 * 1024 * 1024;
-/** After running out of space, writes are tried again once this much is free … */
-const SPACE_MARGIN = 1 << 20;
-/** … or after this long, whichever comes first (a quota can be lifted without statfs showing it). */
-const SPACE_RETRY_MS = 10_000;
 
 export class MessageStore {
   private readonly queues = new Map<string, QueueIndex>();
@@ -188,12 +68,7 @@ export class MessageStore {
   /** Deleted topics: their records below this log position are dead. */
   private readonly deletedTopics = new Map<string, number>();
   private lastStoreTimestamp = 0;
-  private diskRatio = 0;
-  private refusing = false;
-  /** Set when a write ran out of space: writes are refused until space is freed. */
-  private spaceExhausted: { available: number; at: number } | null = null;
-  /** Set for good after a fatal I/O failure (a failed fsync): read-only until restart. */
-  private readOnly: Error | null = null;
+  private readonly health: StoreHealth;
   private indexTrouble = false;
   private closed = false;
   private closing: Promise<void> | null = null;
@@ -203,11 +78,13 @@ export class MessageStore {
   private lock!: DirLock;
   private recovery!: RecoveryReport;
 
-  private constructor(private readonly o: Readonly<ResolvedStoreOptions>) {}
+  private constructor(private readonly o: Readonly<ResolvedStoreOptions>) {
+    this.health = new StoreHealth(o);
+  }
 
   /** Open the store in `options.dataDir`, recovering from a crash if there was one. */
   static async open(options: MessageStoreOptions): Promise<MessageStore> {
-    const store = new MessageStore(resolve(options));
+    const store = new MessageStore(resolveStoreOptions(options));
     await store.start();
     return store;
   }
@@ -233,17 +110,7 @@ export class MessageStore {
     const n = messages.length;
     const bounds: number[] = new Array(n);
     try {
-      for (let i = 0; i < n; i++) {
-        const m = messages[i]!;
-        validateInput(m);
-        bounds[i] = messageFrameUpperBound(m);
-        if (bounds[i]! > MAX_FRAME_SIZE) {
-          throw new VelaError(
-            'STORE_RECORD_TOO_LARGE',
-            `message ${m.messageId}: over ${MAX_FRAME_SIZE} bytes`,
-          );
-        }
-      }
+      for (let i = 0; i < n; i++) bounds[i] = checkMessageInput(messages[i]!);
       this.log.checkWritable();
     } catch (err) {
       return Promise.reject(err);
@@ -494,34 +361,16 @@ export class MessageStore {
       logEnd: this.log.durableEnd,
       segments: this.log.segmentRanges().length,
       queues: this.queues.size,
-      diskUsedRatio: this.diskRatio,
+      diskUsedRatio: this.health.diskRatio,
       refusingWrites: this.writeRefusal() !== null,
-      readOnly: this.readOnly !== null,
+      readOnly: this.health.readOnly !== null,
       openFiles,
     };
   }
 
   /** Measure disk use now and update the write refusal (also done every `diskCheckIntervalMs`). */
-  async checkDisk(): Promise<number> {
-    const u = await this.o.diskUsage(this.o.dataDir);
-    this.diskRatio = u.totalBytes > 0 ? u.usedBytes / u.totalBytes : 0;
-    const refuse = this.diskRatio >= this.o.diskRefuseRatio;
-    if (refuse !== this.refusing) {
-      this.refusing = refuse;
-      const pct = (this.diskRatio * 100).toFixed(1);
-      if (refuse) this.o.logger.error({ diskUsedPct: pct }, 'disk nearly full: refusing writes');
-      else this.o.logger.warn({ diskUsedPct: pct }, 'disk use back under the limit: accepting writes');
-    }
-    const x = this.spaceExhausted;
-    if (x) {
-      const available = u.totalBytes - u.usedBytes;
-      if (x.available < 0) x.available = available;
-      else if (available >= x.available + SPACE_MARGIN || this.o.clock.now() - x.at >= SPACE_RETRY_MS) {
-        this.spaceExhausted = null;
-        this.o.logger.warn({ availableBytes: available }, 'disk space freed: trying writes again');
-      }
-    }
-    return this.diskRatio;
+  checkDisk(): Promise<number> {
+    return this.health.checkDisk();
   }
 
   /** Delete what retention allows now (also runs every `retentionCheckIntervalMs`). */
@@ -548,16 +397,7 @@ export class MessageStore {
 
   /** Why an append would be refused right now, or null. */
   private writeRefusal(): VelaError | null {
-    if (this.closed) return new VelaError('STORE_CLOSED');
-    if (this.readOnly) return readOnlyError(this.readOnly);
-    if (this.refusing) {
-      return new VelaError(
-        'STORE_DISK_FULL',
-        `disk use ${(this.diskRatio * 100).toFixed(1)}% ≥ ${this.o.diskRefuseRatio * 100}%`,
-      );
-    }
-    if (this.spaceExhausted) return new VelaError('STORE_DISK_FULL', 'no space left on the device');
-    return null;
+    return this.closed ? new VelaError('STORE_CLOSED') : this.health.refusal();
   }
 
   private async start(): Promise<void> {
@@ -609,7 +449,7 @@ export class MessageStore {
   private every(ms: number, fn: () => Promise<unknown>): void {
     let failing = false;
     const t = setInterval(() => {
-      if (this.closed || this.readOnly) return;
+      if (this.closed || this.health.readOnly) return;
       fn().then(
         () => (failing = false),
         (err) => {
@@ -624,149 +464,37 @@ export class MessageStore {
   }
 
   private async loadQueues(): Promise<void> {
-    const sfs = this.o.fs;
-    const root = join(this.o.dataDir, 'consumequeue');
-    await ensureDir(sfs, root);
-    for (const topicDir of await sfs.readdir(root)) {
-      const topic = decodeURIComponent(topicDir);
-      if (!(await sfs.stat(join(root, topicDir))).isDirectory()) continue;
-      for (const qdir of await sfs.readdir(join(root, topicDir))) {
-        const queueId = Number(qdir);
-        if (!Number.isInteger(queueId) || !(await sfs.stat(join(root, topicDir, qdir))).isDirectory())
-          continue;
-        const q = await QueueIndex.load(
-          topic,
-          queueId,
-          join(root, topicDir, qdir),
-          this.o.indexEntriesPerFile,
-          sfs,
-        );
-        this.queues.set(queueKey(topic, queueId), q);
-      }
-    }
+    const loaded = await loadQueues(
+      this.o.fs,
+      join(this.o.dataDir, 'consumequeue'),
+      this.o.indexEntriesPerFile,
+    );
+    for (const q of loaded) this.queues.set(queueKey(q.topic, q.queueId), q);
   }
 
   private async recover(ckpt: Checkpoint | null): Promise<RecoveryReport> {
-    const log = this.log;
-    for (const [topic, position] of Object.entries(ckpt?.deleted ?? {}))
-      this.deletedTopics.set(topic, position);
-    // 1. Keep only index entries the checkpoint vouches for (they were fsynced before it was written).
-    const counts = new Map<string, number>();
-    for (const [topic, queueId, count] of ckpt?.queues ?? []) counts.set(queueKey(topic, queueId), count);
-    for (const [key, q] of this.queues) await q.truncateTo(counts.get(key) ?? 0);
-    await this.keys.truncateToCounts(ckpt?.keys ?? {});
-    for (const [base, ts] of Object.entries(ckpt?.segments ?? {}))
-      this.segmentLastStore.set(Number(base), ts);
-
-    // 2. Decide where to re-read the log from. A log shorter than the checkpoint (its tail was cut
-    //    outside our control) is re-read from the start of its last segment, a known record boundary.
-    let from = Math.max(ckpt?.logPosition ?? 0, log.startPosition);
-    if (log.endPosition < from) {
-      const last = log.segmentRanges().at(-1);
-      from = last ? last.base : log.startPosition;
-      this.o.logger.warn(
-        { checkpoint: ckpt?.logPosition, logEnd: log.endPosition },
-        'log is shorter than its checkpoint',
-      );
-      for (const q of this.queues.values()) await q.truncateFromPosition(from);
-      await this.keys.truncateFromPosition(from);
-    }
-
-    // 3. Re-index every valid record past that point. The records of a batch are indexed together
-    //    once its last record is seen: a batch cut short by a crash was never acknowledged and goes.
-    let recoveredRecords = 0;
-    let batch: { position: number; size: number; f: MessageIndexFields }[] = [];
-    const index = (position: number, size: number, f: MessageIndexFields): void => {
-      const deletedAt = this.deletedTopics.get(f.topic);
-      if (deletedAt !== undefined && position < deletedAt) return;
-      const q = this.queueFor(f.topic, f.queueId);
-      // An index lost with its checkpoint restarts at the offsets the records carry.
-      if (q.isEmpty && f.queueOffset > q.nextOffset) q.resetEmptyTo(f.queueOffset);
-      if (f.queueOffset !== q.nextOffset) {
-        this.o.logger.warn(
-          { topic: f.topic, queueId: f.queueId, recordOffset: f.queueOffset, indexOffset: q.nextOffset },
-          'recovered record does not continue its queue index; indexing it at the next offset',
-        );
-      }
-      q.add(position, f.storeTimestamp, size, tagHash(f.tag));
-      const segBase = this.segmentBaseOf(position);
-      this.keys.add(keyHash(f.messageId), position, segBase);
-      for (const k of f.keys) this.keys.add(keyHash(k), position, segBase);
-      this.segmentLastStore.set(segBase, f.storeTimestamp);
-      this.lastStoreTimestamp = Math.max(this.lastStoreTimestamp, f.storeTimestamp);
-      recoveredRecords++;
-    };
-    const scan = await log.scan(from, (buf, off, position, type) => {
-      if (type !== RecordType.MESSAGE) return;
-      const f = decodeMessageIndexFields(buf, off);
-      batch.push({ position, size: frameLength(buf, off), f });
-      if (f.flags & BATCH_CONTINUES) return;
-      for (const r of batch) index(r.position, r.size, r.f);
-      batch = [];
-    });
-    if (batch.length > 0) {
-      // The log ends inside a batch (its end torn off, or never written): cut the whole batch.
-      scan.validEnd = batch[0]!.position;
-      scan.problem ??= { position: batch[0]!.position, reason: 'torn record' };
-      this.o.logger.warn(
-        { position: batch[0]!.position, records: batch.length },
-        'dropping an append batch that a crash cut short (it was never acknowledged)',
-      );
-    }
-
-    // 4. Cut a damaged tail (keeping its bytes in quarantine when it is not a plain torn write).
-    let truncatedBytes = 0;
-    let quarantined: string[] = [];
-    if (scan.problem) {
-      this.o.logger.error(
-        { position: scan.problem.position, reason: scan.problem.reason, logEnd: log.endPosition },
-        'damaged log tail: truncating to the last valid record',
-      );
-      ({ truncatedBytes, quarantined } = await log.truncate(
-        scan.validEnd,
-        scan.problem.reason !== 'torn record',
-        this.o.clock.now(),
-      ));
-    }
-    for (const q of this.queues.values()) q.commitBelow(Infinity);
-    this.keys.commitBelow(Infinity);
-    for (const [key, q] of [...this.queues]) {
-      // Left over from a topic deleted just before a crash: nothing vouched for, nothing re-indexed.
-      if (!counts.has(key) && q.isEmpty && q.nextOffset === 0) {
-        this.queues.delete(key);
-        await q.destroy();
-        continue;
-      }
-      await q.applyLogStart(log.startPosition);
-      this.lastStoreTimestamp = Math.max(this.lastStoreTimestamp, q.lastStoreTimestamp);
-    }
-    await this.keys.dropBelow(log.startPosition);
+    const { report, lastStoreTimestamp } = await recoverIndexes(
+      {
+        log: this.log,
+        keys: this.keys,
+        queues: this.queues,
+        queueFor: (topic, queueId) => this.queueFor(topic, queueId),
+        deletedTopics: this.deletedTopics,
+        segmentLastStore: this.segmentLastStore,
+        logger: this.o.logger,
+        clock: this.o.clock,
+      },
+      ckpt,
+    );
+    this.lastStoreTimestamp = Math.max(this.lastStoreTimestamp, lastStoreTimestamp);
     this.pruneDeletedTopics();
-    // A segment whose newest store time is unknown counts as written now (by the store's clock, never
-    // a file's wall-clock mtime): retention may keep it longer than needed, never delete it early.
-    for (const s of log.segmentRanges())
-      if (!this.segmentLastStore.has(s.base)) this.segmentLastStore.set(s.base, this.o.clock.now());
-    return {
-      clean: ckpt?.clean === true && !scan.problem && scan.validEnd === from,
-      scannedBytes: scan.validEnd - from,
-      recoveredRecords,
-      truncatedBytes,
-      ...(scan.problem ? { problem: scan.problem } : {}),
-      quarantined,
-      durationMs: 0,
-    };
+    return report;
   }
 
   private pruneDeletedTopics(): void {
     const start = this.log.startPosition;
     for (const [topic, position] of this.deletedTopics)
       if (position <= start) this.deletedTopics.delete(topic);
-  }
-
-  private segmentBaseOf(position: number): number {
-    const ranges = this.log.segmentRanges();
-    for (let i = ranges.length - 1; i >= 0; i--) if (ranges[i]!.base <= position) return ranges[i]!.base;
-    return 0;
   }
 
   private queueFor(topic: string, queueId: number): QueueIndex {
@@ -813,27 +541,16 @@ export class MessageStore {
   }
 
   private noteSpaceExhausted(): void {
-    if (this.spaceExhausted) return;
-    this.spaceExhausted = { available: -1, at: this.o.clock.now() };
-    this.o.logger.error('disk full: refusing writes until space is freed');
+    if (!this.health.noteSpaceExhausted()) return;
     void this.checkDisk()
       .then((ratio) => (ratio >= this.o.diskCleanupRatio ? this.runRetention() : undefined))
       .catch((err) => this.o.logger.error({ err }, 'disk check failed'));
   }
 
-  /**
-   * The store cannot trust its files any more (a failed fsync): refuse every write until a restart
-   * recovers from what is on disk. Reads of durable records go on.
-   */
+  /** A fatal I/O failure: read-only until restart; what the log still holds in memory fails. */
   private goReadOnly(err: unknown, what: string): void {
-    if (this.readOnly) return;
-    const cause = rootCause(err);
-    this.readOnly = cause;
-    this.o.logger.fatal(
-      { err: cause, dataDir: this.o.dataDir },
-      `${what}: the store is READ-ONLY; every write is refused until the broker is restarted`,
-    );
-    this.log.failWrites(cause);
+    const cause = this.health.goReadOnly(err, what);
+    if (cause) this.log.failWrites(cause);
   }
 
   /** Classify a failure of index or checkpoint I/O: transient ones are retried, the rest are fatal. */
@@ -912,7 +629,7 @@ export class MessageStore {
    * (returns false) while an index cannot be written; a failed fsync makes the store read-only.
    */
   private async writeCheckpointNow(clean: boolean, quiet: boolean): Promise<boolean> {
-    if (this.readOnly) throw readOnlyError(this.readOnly);
+    if (this.health.readOnly) throw readOnlyError(this.health.readOnly);
     // Capture the position and the matching index counts in one synchronous step.
     const logPosition = this.log.durableEnd;
     const queues: [string, number, number][] = [];
@@ -1009,7 +726,7 @@ export class MessageStore {
     await this.maintenance.run(async () => {
       await this.log.whenDurable().catch(() => {});
       this.closed = true;
-      if (!this.readOnly) {
+      if (!this.health.readOnly) {
         try {
           await this.writeCheckpointNow(true, false);
         } catch (err) {
@@ -1025,44 +742,5 @@ export class MessageStore {
     });
     await this.lock.release();
     this.o.logger.info('store closed');
-  }
-}
-
-function checkLength(s: string | undefined): void {
-  // A UTF-8 string has at most 3 bytes per UTF-16 unit: only long strings need measuring.
-  if (s !== undefined && s.length > 21_845 && Buffer.byteLength(s) > 0xffff) {
-    throw new VelaError('STORE_BAD_ARGUMENT', 'a string field is longer than 65535 bytes');
-  }
-}
-
-function validateInput(m: MessageInput): void {
-  if (typeof m.topic !== 'string' || m.topic.length === 0)
-    throw new VelaError('STORE_BAD_ARGUMENT', 'topic is required');
-  if (!Number.isInteger(m.queueId) || m.queueId < 0 || m.queueId > 0x7fffffff) {
-    throw new VelaError('STORE_BAD_ARGUMENT', `invalid queue id ${m.queueId}`);
-  }
-  if (typeof m.messageId !== 'string' || m.messageId.length === 0) {
-    throw new VelaError('STORE_BAD_ARGUMENT', 'messageId is required');
-  }
-  if (!(m.body instanceof Uint8Array)) throw new VelaError('STORE_BAD_ARGUMENT', 'body must be bytes');
-  checkLength(m.topic);
-  checkLength(m.messageId);
-  checkLength(m.tag);
-  checkLength(m.messageGroup);
-  checkLength(m.bornHost);
-  if (m.keys) {
-    if (m.keys.length > 0xffff) throw new VelaError('STORE_BAD_ARGUMENT', 'too many keys');
-    for (const k of m.keys) checkLength(k);
-  }
-  if (m.keys) {
-    for (const k of m.keys)
-      if (typeof k !== 'string') throw new VelaError('STORE_BAD_ARGUMENT', 'keys must be strings');
-  }
-  if (m.properties) {
-    for (const k in m.properties) {
-      checkLength(k);
-      if (typeof m.properties[k] !== 'string')
-        throw new VelaError('STORE_BAD_ARGUMENT', `property ${k} must be a string`);
-    }
   }
 }

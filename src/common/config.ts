@@ -81,6 +81,12 @@ export const STORE_SCHEMA = {
     { max: 1 },
   ),
   verifyChecksumOnRead: bool(true, "verify each record's checksum when it is read"),
+  stateCompactBytes: num(
+    64 * 1024 * 1024,
+    'the state journal (topics, groups, offsets, consumption state) is compacted into a snapshot once it has grown past this',
+    'bytes',
+    { min: 1024 },
+  ),
 } as const;
 
 export const PRODUCE_SCHEMA = {

@@ -25,7 +25,9 @@ import { cpSync, rmSync, renameSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Broker, type BrokerOptions } from '../../src/broker/broker.js';
+import { Broker } from '../../src/broker/broker.js';
+import { storeOf } from '../../src/internal.js';
+import type { ConfigInput } from '../../src/common/config.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { parseFilter } from '../../src/broker/filter.js';
 import { fromMillis } from '../../src/protocol/codec.js';
@@ -46,15 +48,15 @@ const OK = 20000;
 
 /** Options of the broker under test (the child) and of the verifying broker. */
 export const BROKER_OPTIONS = {
-  stateCompactBytes: 16 * 1024,
   store: {
+    stateCompactBytes: 16 * 1024,
     segmentSize: 256 * 1024,
     checkpointIntervalMs: 100,
     indexFlushIntervalMs: 20,
     indexEntriesPerFile: 512,
   },
   consume: { minInvisibleMs: 50 },
-} satisfies Partial<BrokerOptions>;
+} satisfies ConfigInput;
 
 /** A message body names its message: the harness finds the original through any number of retries. */
 export function bodyOf(id: string): Buffer {
@@ -417,9 +419,9 @@ async function drain(broker: Broker, clock?: ManualClock): Promise<string[]> {
 async function readAll(broker: Broker, topic: string, queues: number): Promise<Map<string, number>> {
   const seen = new Map<string, number>();
   for (let q = 0; q < queues; q++) {
-    let offset = broker.store.queueState(topic, q).minOffset;
+    let offset = storeOf(broker).queueState(topic, q).minOffset;
     for (;;) {
-      const r = await broker.store.read(topic, q, offset, { maxCount: 500, maxBytes: 8 << 20 });
+      const r = await storeOf(broker).read(topic, q, offset, { maxCount: 500, maxBytes: 8 << 20 });
       assert.deepEqual(r.corruptOffsets, [], `corrupt records in ${topic}/${q}`);
       for (const m of r.messages) {
         const origin = originOf(m.body);
@@ -470,7 +472,7 @@ export async function verify(
   const copyA = `${scratch}/a`;
   rmSync(copyA, { recursive: true, force: true });
   cpSync(dataDir, copyA, { recursive: true });
-  let broker = await Broker.open({ dataDir: copyA, ...BROKER_OPTIONS, clock: new ManualClock(T) });
+  let broker = await Broker.open({ dataDir: copyA, ...BROKER_OPTIONS }, { clock: new ManualClock(T) });
   try {
     for (const [name, v] of ledger.topics) {
       const t = broker.topics.get(name);
@@ -516,11 +518,7 @@ export async function verify(
   rmSync(copyB, { recursive: true, force: true });
   cpSync(dataDir, copyB, { recursive: true });
   const later = new ManualClock(T + 2 * 86400_000);
-  broker = await Broker.open({
-    dataDir: copyB,
-    ...BROKER_OPTIONS,
-    clock: later,
-  });
+  broker = await Broker.open({ dataDir: copyB, ...BROKER_OPTIONS }, { clock: later });
   try {
     const delivered = await drain(broker, later);
     const once = new Map<string, number>();

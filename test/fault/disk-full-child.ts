@@ -18,6 +18,8 @@ import { openSync, writeSync, closeSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBroker } from '../../src/server.js';
 import { Broker } from '../../src/broker/broker.js';
+import { storeOf } from '../../src/internal.js';
+import { statfsDiskUsage } from '../../src/store/disk-usage.js';
 import { createLogger } from '../../src/common/logger.js';
 import { RawClient } from '../integration/raw-client.js';
 import { sleep } from '../helpers.js';
@@ -45,22 +47,27 @@ const logger = createLogger({
   destination: { write: (s: string) => void lines.push(JSON.parse(s)) },
 });
 const options = {
-  stateCompactBytes: 64 * 1024,
   store: {
+    stateCompactBytes: 64 * 1024,
     segmentSize: 1 << 20,
     diskCheckIntervalMs: 100,
     checkpointIntervalMs: 100,
     indexFlushIntervalMs: 20,
-    // Let the disk really fill (no refusal short of it, no cleanup deleting what was stored).
-    diskRefuseRatio: 1.01,
-    diskCleanupRatio: 1.01,
-    diskForceCleanupRatio: 1.01,
-    ...(mode === 'emulated'
-      ? { diskUsage: async () => ({ totalBytes: TOTAL, usedBytes: full ? TOTAL : TOTAL / 2 }) }
-      : {}),
+    diskRefuseRatio: 1,
+    diskCleanupRatio: 1,
+    diskForceCleanupRatio: 1,
   },
   consume: { minInvisibleMs: 50 },
 };
+// Let the disk really fill: disk use as reported never reaches the refusal (or cleanup) threshold,
+// so writes run into ENOSPC itself and nothing stored is deleted to make room.
+const diskUsage =
+  mode === 'emulated'
+    ? async () => ({ totalBytes: TOTAL, usedBytes: full ? TOTAL * 0.99 : TOTAL / 2 })
+    : async (d: string) => {
+        const u = await statfsDiskUsage(d);
+        return { totalBytes: u.totalBytes, usedBytes: Math.min(u.usedBytes, u.totalBytes * 0.99) };
+      };
 
 function fail(reason: string): never {
   process.stdout.write(`RESULT fail ${reason}\n`);
@@ -101,7 +108,7 @@ if (mode === 'real') {
   closeSync(fd);
 }
 
-const running = await startBroker({ dataDir: data, grpcPort: 0, httpPort: 0, logger, ...options });
+const running = await startBroker({ dataDir: data, grpcPort: 0, httpPort: 0, logger, diskUsage, ...options });
 const http = `http://127.0.0.1:${running.httpPort}`;
 const post = (path: string, b: unknown) =>
   fetch(`${http}${path}`, {
@@ -186,7 +193,7 @@ phase = 'full';
 await sleep(1500);
 const compactionFailures =
   lines.filter((l) => /compaction failed/.test(l.msg)).length - compactionFailuresBefore;
-const stats = running.broker.store.stats();
+const stats = storeOf(running.broker).stats();
 // 3. Space comes back: everything resumes.
 freeUp();
 phase = 'freed';
@@ -209,13 +216,13 @@ if (okAfterFree.ack < 1) fail('no ack succeeded after space was freed');
 
 // 4. Nothing stored earlier is damaged: reopen and read every acknowledged message back.
 faults?.uninstall();
-const broker = await Broker.open({ dataDir: data, ...options });
+const broker = await Broker.open({ dataDir: data, ...options }, { diskUsage });
 try {
   const seen = new Set<string>();
   for (let q = 0; q < 2; q++) {
     let offset = 0;
     for (;;) {
-      const r = await broker.store.read('FullT', q, offset, { maxCount: 500, maxBytes: 8 << 20 });
+      const r = await storeOf(broker).read('FullT', q, offset, { maxCount: 500, maxBytes: 8 << 20 });
       if (r.corruptOffsets.length > 0) fail(`corrupt records at ${r.corruptOffsets}`);
       for (const m of r.messages) {
         const id = Buffer.from(m.body).subarray(0, Buffer.from(m.body).indexOf(0x7c)).toString();

@@ -5,10 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MessageStore, type MessageInput } from '../../src/store/index.js';
 import { ManualClock } from '../../src/common/clock.js';
+import { Broker } from '../../src/broker/broker.js';
 import { tempDir, bodyFor } from '../helpers.js';
 
 const msg = (topic: string, queueId: number, id: string): MessageInput => ({
@@ -107,6 +108,28 @@ test('retention never deletes early because of a file mtime or a wall-clock jump
     await store.close();
   } finally {
     Date.now = realNow;
+    dir.cleanup();
+  }
+});
+
+test("a broker's data directory is private: files 0600, directories 0700", async () => {
+  const dir = tempDir();
+  try {
+    const dataDir = join(dir.path, 'data');
+    const broker = await Broker.open({ dataDir, store: { stateCompactBytes: 1024 } });
+    for (let i = 0; i < 20; i++) await broker.topics.upsert(`Private${i}`, {});
+    await broker.close();
+    const walk = (p: string): void => {
+      const st = statSync(p);
+      const mode = st.mode & 0o777;
+      assert.equal(mode, st.isDirectory() ? 0o700 : 0o600, `${p} is ${mode.toString(8)}`);
+      if (st.isDirectory()) for (const name of readdirSync(p)) walk(join(p, name));
+    };
+    walk(dataDir);
+    assert.ok(
+      existsSync(join(dataDir, 'receipt-handle.key')) && existsSync(join(dataDir, 'state', 'snapshot')),
+    );
+  } finally {
     dir.cleanup();
   }
 });

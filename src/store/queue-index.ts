@@ -48,6 +48,8 @@ interface IndexFile {
   fresh: boolean;
   /** Calls using the descriptor right now: it is never closed under them. */
   users: number;
+  /** Closed (deleted or no longer needed) while in use: the last user closes the descriptor. */
+  retired: boolean;
 }
 
 const isDirty = (f: IndexFile) => f.writes !== f.synced;
@@ -401,6 +403,7 @@ export class QueueIndex {
       return await fn(await this.fdOf(f));
     } finally {
       f.users--;
+      if (f.users === 0 && f.retired) await this.closeFile(f).catch(() => {});
     }
   }
 
@@ -418,10 +421,16 @@ export class QueueIndex {
     return f.fd!;
   }
 
+  /** Close a file's descriptor, or, while a call still uses it, have the last one close it. */
   private async closeFile(f: IndexFile): Promise<void> {
+    if (f.users > 0) {
+      f.retired = true;
+      return;
+    }
     if (f.fd !== null) {
       const fd = f.fd;
       f.fd = null;
+      f.retired = false;
       await this.fs.close(fd);
     }
   }
@@ -438,5 +447,5 @@ function decodeEntry(buf: Buffer, p: number, offset: number): IndexEntry {
 }
 
 function indexFile(firstOffset: number, count: number, path: string, fresh: boolean): IndexFile {
-  return { firstOffset, count, path, fd: null, writes: 0, synced: 0, fresh, users: 0 };
+  return { firstOffset, count, path, fd: null, writes: 0, synced: 0, fresh, users: 0, retired: false };
 }

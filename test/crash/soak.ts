@@ -35,7 +35,7 @@ try {
     `\n${rounds} ${powerCut ? 'power cuts' : 'kill -9s'} in ${Math.round((Date.now() - t0) / 1000)} s: every acknowledged fact held` +
       ` (${ledger.sent.size} sends, ${ledger.consumed.size} acks, ${ledger.counts.nacks} nacks,` +
       ` ${ledger.counts.commits} offset commits, ${ledger.counts.admin} admin changes);` +
-      ` duplicated deliveries or dead letters: ${ledger.duplicates.length}\n`,
+      ` messages delivered or dead-lettered twice after a crash (see --strict-redelivery): ${ledger.duplicated.size}\n`,
   );
 } catch (err) {
   process.stderr.write(`FAILED: ${(err as Error).stack ?? String(err)}\n`);

@@ -122,16 +122,23 @@ export class MessageStore {
     // before this turn is over.
     const logMark = this.log.mark();
     const keyMark = this.keys.mark();
-    const touched = new Map<QueueIndex, { offset: number; ts: number; created: boolean }>();
+    // The queues this batch touches, with where each stood (arrays: a batch touches a few queues).
+    const touched: QueueIndex[] = [];
+    const touchedAt: number[] = [];
+    const touchedTs: number[] = [];
+    let created: QueueIndex[] | null = null;
     try {
       let segmentBase = -1;
       for (let i = 0; i < n; i++) {
         const m = messages[i]!;
         const key = queueKey(m.topic, m.queueId);
         let q = this.queues.get(key);
-        const created = !q;
-        if (!q) q = this.queueFor(m.topic, m.queueId);
-        if (!touched.has(q)) touched.set(q, { offset: q.nextOffset, ts: q.lastStoreTimestamp, created });
+        if (!q) (created ??= []).push((q = this.queueFor(m.topic, m.queueId)));
+        if (!touched.includes(q)) {
+          touched.push(q);
+          touchedAt.push(q.nextOffset);
+          touchedTs.push(q.lastStoreTimestamp);
+        }
         const r = this.log.reserve(bounds[i]!);
         const len = encodeMessageFrame(r.buf, r.off, m, q.nextOffset, now, i < n - 1 ? BATCH_CONTINUES : 0);
         this.log.commit(len);
@@ -155,14 +162,12 @@ export class MessageStore {
     } catch (err) {
       this.log.rewind(logMark);
       this.keys.rewind(keyMark);
-      for (const [q, t] of touched) {
-        q.rewindTo(t.offset, t.ts);
-        if (t.created) this.queues.delete(queueKey(q.topic, q.queueId));
-      }
+      for (let j = 0; j < touched.length; j++) touched[j]!.rewindTo(touchedAt[j]!, touchedTs[j]!);
+      for (const q of created ?? []) this.queues.delete(queueKey(q.topic, q.queueId));
       return Promise.reject(err);
     }
     this.lastStoreTimestamp = now;
-    for (const q of touched.keys()) this.uncommitted.add(q);
+    for (const q of touched) this.uncommitted.add(q);
     return this.log.whenDurable().then(() => results);
   }
 

@@ -576,6 +576,11 @@ export async function crashRounds(opts: {
   powerCut: boolean;
   loadMs: [number, number];
   /**
+   * The load runs at least until this many sends of the round are acknowledged (at most 20 s
+   * more), so that a slow machine still exercises every round. @defaultValue 10
+   */
+  minSendsPerRound?: number;
+  /**
    * Fail on a message delivered twice after a restart, or dead-lettered twice. Off by default: the
    * consumption core writes a retry (or dead letter) and then journals the delivery as settled, and a
    * crash between the two makes a second copy (issue 11, "duplicate windows"; consumption is not the
@@ -591,7 +596,14 @@ export async function crashRounds(opts: {
       if (round === 0) await setUp(b, ledger);
       let stopped = false;
       const load = runLoad(b, ledger, round, () => stopped);
+      const sentBefore = ledger.sent.size;
       await sleep(opts.loadMs[0] + Math.random() * (opts.loadMs[1] - opts.loadMs[0]));
+      for (
+        let waited = 0;
+        ledger.sent.size - sentBefore < (opts.minSendsPerRound ?? 10) && waited < 20_000;
+        waited += 50
+      )
+        await sleep(50);
       if (opts.powerCut) await b.powerCut(opts.dataDir);
       else await b.kill();
       stopped = true;

@@ -40,6 +40,14 @@ export function waitExit(child: ChildProcess): Promise<void> {
   });
 }
 
+/** Wait until the child has exited and its output has been read to the end (every line handled). */
+export function waitClosed(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.stdout ? child.stdout.closed && child.exitCode !== null : child.exitCode !== null) resolve();
+    else child.once('close', () => resolve());
+  });
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Deterministic body for a message id, of a length derived from it (so corruption is detectable). */

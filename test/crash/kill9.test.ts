@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { tempDir, spawnTs, waitExit, sleep } from '../helpers.js';
+import { tempDir, spawnTs, waitExit, waitClosed, sleep } from '../helpers.js';
 import { verifyAppends, type Ack } from './verify-appends.js';
 
 const CHILD = fileURLToPath(new URL('./append-child.ts', import.meta.url));
@@ -30,7 +30,7 @@ test(
         await Promise.race([started, waitExit(child).then(() => assert.fail('child exited early'))]);
         await sleep(100 + Math.random() * 600);
         child.kill('SIGKILL');
-        await waitExit(child);
+        await waitClosed(child); // every acknowledgement it printed has been read
         const stored = await verifyAppends(dir.path, acked);
         assert.ok(stored >= acked.size);
       }

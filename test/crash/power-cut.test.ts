@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { renameSync, rmSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { tempDir, waitExit, sleep } from '../helpers.js';
+import { tempDir, waitExit, waitClosed, sleep } from '../helpers.js';
 import { verifyAppends, type Ack } from './verify-appends.js';
 
 const CHILD = fileURLToPath(new URL('./append-child.ts', import.meta.url));
@@ -36,7 +36,7 @@ export function underPowerCut(script: string, args: string[], dir: string, onLin
       child.kill('SIGUSR2');
       await Promise.race([done, waitExit(child).then(() => assert.fail('child exited before the cut'))]);
       child.kill('SIGKILL');
-      await waitExit(child);
+      await waitClosed(child);
       rmSync(dir, { recursive: true, force: true });
       renameSync(image, dir);
     },

@@ -3,10 +3,12 @@
  * and group registries, committed offsets) on a `StateJournal` exactly as `Broker.open` wires them,
  * plus a participant that applies its changes to memory before appending them (as the consumption
  * state does), with a tiny compaction threshold so that snapshots are taken all the time, in the
- * middle of everything. It prints each change once the broker API has acknowledged it:
+ * middle of everything. It prints each change once the broker API has acknowledged it (a line may
+ * still be in the child's stdout buffer when it is killed: the parent may miss the last ones, never
+ * see one that was not acknowledged):
  *
  *   A topic <name> <n>      updateTopic answered (attribute n=<n>)
- *   A group <name> <v>      updateSubGroup answered (retryMaxTimes=<v>, one more than before)
+ *   A group <name> <v>      updateSubGroup answered (fifoRetryIntervalMs=<v>, one more than before)
  *   A off <group> <q> <n>   offset commit answered
  *   A cnt <n>               an apply-then-append change answered
  *
@@ -62,7 +64,6 @@ if (process.argv[1]?.endsWith('state-child.ts')) {
   const out = (line: string) => process.stdout.write(line + '\n');
   // Values grow across rounds, so a later commit is always a larger number.
   let seq = Number(round) * 1_000_000;
-  const groupVersion = new Map<number, number>();
   const writer = async (w: number): Promise<void> => {
     for (;;) {
       const n = seq++;
@@ -76,9 +77,8 @@ if (process.argv[1]?.endsWith('state-child.ts')) {
         case 1: {
           // Each writer updates its own group, one change at a time: version v, then v + 1 …
           const name = `G${w}`;
-          const v = ((s.groups.get(name)?.retryMaxTimes ?? -1) + 1) % 50;
-          groupVersion.set(w, v);
-          await s.groups.upsert(name, { retryMaxTimes: v });
+          const v = (s.groups.get(name)?.fifoRetryIntervalMs ?? 0) + 1;
+          await s.groups.upsert(name, { fifoRetryIntervalMs: v });
           out(`A group ${name} ${v}`);
           break;
         }

@@ -26,7 +26,7 @@ import { readCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.j
 import { planRetention, type RetentionReason } from './retention.js';
 import { statfsDiskUsage } from './disk-usage.js';
 import { acquireDirLock, releaseDirLock } from './dir-lock.js';
-import { SerialExecutor } from './serial-executor.js';
+import { SerialExecutor } from '../common/serial-executor.js';
 import {
   checkFrame,
   decodeMessageFrame,

@@ -18,7 +18,7 @@ import { readFileIfExists, writeFileAtomic } from './atomic-file.js';
 import { SegmentLog } from './segment-log.js';
 import { FRAME_HEADER_SIZE, RecordType, sealFrame } from './record-codec.js';
 import { acquireDirLock, releaseDirLock } from './dir-lock.js';
-import { SerialExecutor } from './serial-executor.js';
+import { SerialExecutor } from '../common/serial-executor.js';
 
 export interface StateLogOptions {
   dir: string;

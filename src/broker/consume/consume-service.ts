@@ -22,7 +22,7 @@ import { VelaError } from '../../common/errors.js';
 import type { ConsumeSettings } from '../../common/config.js';
 import type { Logger } from '../../common/logger.js';
 import type { MessageStore, StoredMessage } from '../../store/index.js';
-import { SerialExecutor } from '../../store/serial-executor.js';
+import { SerialExecutor } from '../../common/serial-executor.js';
 import { Perm, type GroupConfig, type TopicConfig } from '../metadata.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import type { GroupRegistry } from '../group-registry.js';

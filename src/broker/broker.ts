@@ -97,7 +97,7 @@ export class Broker {
       this.offsets,
       (g) => this.consume.requireGroup(g),
       config.consume.maxPollMs,
-      now,
+      clock,
       (g) => this.consumers.clusteringIds(g),
     );
     this.flow = new FlowControl(this.consume, config.flowControl, logger.child({ module: 'flow' }));

@@ -133,16 +133,16 @@ export class Broker {
       const groups = new GroupRegistry();
       const sessions = new SessionRegistry(now);
       const handles = await ReceiptHandles.load(config.dataDir);
-      const consume = new ConsumeService(
+      const consume = new ConsumeService({
         store,
         topics,
         groups,
         sessions,
         handles,
-        consumeOptions,
-        now,
-        logger.child({ module: 'consume' }),
-      );
+        options: consumeOptions,
+        clock,
+        logger: logger.child({ module: 'consume' }),
+      });
       const offsets = new OffsetStore(now);
       const journal = await StateJournal.open(
         {
@@ -295,6 +295,7 @@ export class Broker {
         this.flow.stop();
         this.consume.stop();
         this.pull.stop();
+        await this.consume.drain();
         await this.journal.close();
         await this.store.close();
       })();

@@ -3,7 +3,9 @@ import { VelaError } from '../common/errors.js';
 import { checkGroupConfig, groupDefaults, type GroupConfig } from './metadata.js';
 import { checkGroupName } from './names.js';
 import type { RetryPolicy } from './retry-policy.js';
-import type { StateJournal, StateParticipant, StateRecord } from './state-journal.js';
+import type { StateJournal, StateParticipant } from './state-journal.js';
+import type { StateRecord } from './state-records.js';
+import { decodeGroupsSnapshot, encodeGroupsSnapshot } from './state-snapshots.js';
 
 export interface GroupUpdate {
   retryMaxTimes?: number;
@@ -41,30 +43,30 @@ export class GroupRegistry implements StateParticipant {
       if (v !== undefined) (next as unknown as Record<string, unknown>)[k] = v;
     next.name = name;
     checkGroupConfig(next);
-    await this.journal.append({ k: 'group', v: next });
+    await this.journal.append({ kind: 'group', config: next });
     this.groups.set(name, next);
     return next;
   }
 
   async delete(name: string): Promise<void> {
     this.require(name);
-    await this.journal.append({ k: 'group-', name });
+    await this.journal.append({ kind: 'groupDeleted', name });
     this.groups.delete(name);
   }
 
   apply(rec: StateRecord): boolean {
-    if (rec.k === 'group') this.groups.set((rec.v as GroupConfig).name, rec.v as GroupConfig);
-    else if (rec.k === 'group-') this.groups.delete(rec.name as string);
+    if (rec.kind === 'group') this.groups.set(rec.config.name, rec.config);
+    else if (rec.kind === 'groupDeleted') this.groups.delete(rec.name);
     else return false;
     return true;
   }
 
   snapshot(): unknown {
-    return [...this.groups.values()];
+    return encodeGroupsSnapshot([...this.groups.values()]);
   }
 
   restore(data: unknown): void {
     this.groups.clear();
-    for (const g of data as GroupConfig[]) this.groups.set(g.name, g);
+    for (const g of decodeGroupsSnapshot(data)) this.groups.set(g.name, g);
   }
 }

@@ -1,18 +1,15 @@
 /**
- * The broker's durable state: every change (topic and group metadata, consumption state) is a small
- * JSON record appended to the store's `StateLog` and group-committed like messages. Parts of the
+ * The broker's durable state: every change (topic and group metadata, consumption state) is a typed
+ * record (state-records.ts) appended to the store's `StateLog` and group-committed like messages. Parts of the
  * broker that own state register as participants: they apply records, and give and take snapshots.
  * The journal compacts itself into a snapshot once it has grown past `compactBytes`.
  */
 import type { FlushPolicy } from '../common/config.js';
 import type { Logger } from '../common/logger.js';
 import { StateLog } from '../store/index.js';
+import { decodeStateRecord, encodeStateRecord, type StateRecord } from './state-records.js';
 
-/** A state change. `k` names its kind; the owning participant knows the rest. */
-export interface StateRecord {
-  k: string;
-  [field: string]: unknown;
-}
+export type { StateRecord } from './state-records.js';
 
 export interface StateParticipant {
   /** Key of this participant's part of the snapshot. */
@@ -58,9 +55,9 @@ export class StateJournal {
           for (const p of participants) if (p.stateKey in parts) p.restore(parts[p.stateKey]);
         },
         onRecord: (buf) => {
-          const rec = JSON.parse(buf.toString('utf8')) as StateRecord;
+          const rec = decodeStateRecord(JSON.parse(buf.toString('utf8')));
           records++;
-          if (!participants.some((p) => p.apply(rec))) unknown++;
+          if (!rec || !participants.some((p) => p.apply(rec))) unknown++;
         },
       },
     );
@@ -72,7 +69,7 @@ export class StateJournal {
 
   /** Append records; resolves once durable. The caller applies them to memory itself. */
   append(...records: StateRecord[]): Promise<void> {
-    const p = this.log.appendMany(records.map((r) => Buffer.from(JSON.stringify(r))));
+    const p = this.log.appendMany(records.map((r) => Buffer.from(encodeStateRecord(r))));
     if (this.log.bytesSinceSnapshot > this.compactBytes && !this.compacting) {
       this.compacting = this.compact()
         .catch((err) => this.logger.error({ err }, 'state journal compaction failed'))

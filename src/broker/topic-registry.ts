@@ -2,7 +2,9 @@
 import { VelaError } from '../common/errors.js';
 import { checkTopicConfig, parseMessageType, topicDefaults, type TopicConfig } from './metadata.js';
 import { checkTopicName } from './names.js';
-import type { StateJournal, StateParticipant, StateRecord } from './state-journal.js';
+import type { StateJournal, StateParticipant } from './state-journal.js';
+import type { StateRecord } from './state-records.js';
+import { decodeTopicsSnapshot, encodeTopicsSnapshot } from './state-snapshots.js';
 
 export interface TopicUpdate {
   readQueueNums?: number;
@@ -53,30 +55,30 @@ export class TopicRegistry implements StateParticipant {
       attributes,
     };
     checkTopicConfig(next);
-    await this.journal.append({ k: 'topic', v: next });
+    await this.journal.append({ kind: 'topic', config: next });
     this.topics.set(name, next);
     return next;
   }
 
   async delete(name: string): Promise<void> {
     this.require(name);
-    await this.journal.append({ k: 'topic-', name });
+    await this.journal.append({ kind: 'topicDeleted', name });
     this.topics.delete(name);
   }
 
   apply(rec: StateRecord): boolean {
-    if (rec.k === 'topic') this.topics.set((rec.v as TopicConfig).name, rec.v as TopicConfig);
-    else if (rec.k === 'topic-') this.topics.delete(rec.name as string);
+    if (rec.kind === 'topic') this.topics.set(rec.config.name, rec.config);
+    else if (rec.kind === 'topicDeleted') this.topics.delete(rec.name);
     else return false;
     return true;
   }
 
   snapshot(): unknown {
-    return [...this.topics.values()];
+    return encodeTopicsSnapshot([...this.topics.values()]);
   }
 
   restore(data: unknown): void {
     this.topics.clear();
-    for (const t of data as TopicConfig[]) this.topics.set(t.name, t);
+    for (const t of decodeTopicsSnapshot(data)) this.topics.set(t.name, t);
   }
 }

@@ -11,6 +11,8 @@
  * above it are remembered in `settled` so that after a restart everything in [low, scan) that is
  * neither settled nor in flight can be held again.
  */
+import type { MessageStore, StoredMessage } from '../../store/index.js';
+
 export const FIFO_WINDOW = 4096;
 /** How far past the oldest unsettled message other keys may flow (bounds `settled`). */
 export const FIFO_SPAN = 65_536;
@@ -55,4 +57,51 @@ export class FifoQueue {
 /** The blocking key of a message in queue `queueId`: its message group there, or the queue itself. */
 export function fifoKey(queueId: number, messageGroup: string): string {
   return `${queueId}\u0000${messageGroup}`;
+}
+
+/** Read held messages (ascending offsets): one range read when they are close together. */
+export async function readHeld(
+  store: MessageStore,
+  topic: string,
+  queueId: number,
+  chosen: readonly HeldMessage[],
+): Promise<[HeldMessage, StoredMessage | undefined][]> {
+  const first = chosen[0]!.offset;
+  const span = chosen.at(-1)!.offset - first + 1;
+  if (span <= 4 * chosen.length + 64) {
+    const r = await store.read(topic, queueId, first, { maxCount: span, maxBytes: 64 * 1024 * 1024 });
+    const byOffset = new Map(r.messages.map((m) => [m.queueOffset, m]));
+    return chosen.map((e) => [e, byOffset.get(e.offset)]);
+  }
+  const out: [HeldMessage, StoredMessage | undefined][] = [];
+  for (const e of chosen) {
+    const r = await store.read(topic, queueId, e.offset, { maxCount: 1 });
+    out.push([e, r.messages[0]?.queueOffset === e.offset ? r.messages[0] : undefined]);
+  }
+  return out;
+}
+
+/**
+ * After a restart: everything of a queue in [low, scan) that is neither settled nor in flight is held
+ * again, in storage order.
+ */
+export async function rebuildHeld(
+  store: MessageStore,
+  topic: string,
+  queueId: number,
+  fq: FifoQueue,
+  scan: number,
+  inFlight: (offset: number) => boolean,
+): Promise<void> {
+  fq.held = [];
+  for (let at = fq.low; at < scan;) {
+    const r = await store.read(topic, queueId, at, { maxCount: 256 });
+    if (r.messages.length === 0) break;
+    for (const m of r.messages) {
+      if (m.queueOffset >= scan) break;
+      if (fq.settled.has(m.queueOffset) || inFlight(m.queueOffset)) continue;
+      fq.held.push({ offset: m.queueOffset, key: fifoKey(queueId, m.messageGroup) });
+    }
+    at = r.nextOffset;
+  }
 }

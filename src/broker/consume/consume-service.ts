@@ -182,7 +182,8 @@ export class ConsumeService implements StateParticipant {
       const popped = await ctx.serialized(s, () => this.popper.pop(s, topic, group, popRequest));
       await popped.durable;
       const out = popped.delivered;
-      if (out.length > 0 || ctx.now() >= pollUntil || req.signal?.aborted || this.stopped) {
+      const gone = !ctx.states.isLive(s); // the topic or group was deleted meanwhile
+      if (out.length > 0 || gone || ctx.now() >= pollUntil || req.signal?.aborted || this.stopped) {
         wait.cancel();
         return out;
       }

@@ -25,7 +25,7 @@ import {
   type Delivery,
   type GroupTopicState,
 } from './delivery.js';
-import { fifoKey, readHeld, type FifoQueue, type HeldMessage } from './fifo.js';
+import { fifoKey, readHeld, type FifoQueue } from './fifo.js';
 import { RETRY_QUEUES, retryTopicOf } from './retry-records.js';
 import type { FifoLow, QueueNext } from '../state-records.js';
 import type { TagFilter } from '../filter.js';
@@ -118,6 +118,8 @@ export class Pop {
   ) {}
 
   async pop(s: GroupTopicState, topic: TopicConfig, g: GroupConfig, req: PopRequest): Promise<PopResult> {
+    // Forgotten while this receive waited its turn (its topic or group was deleted).
+    if (!this.ctx.states.isLive(s)) return { delivered: [], durable: Promise.resolve() };
     const b = new Batch(this.ctx, s, req, this.ctx.now(), (d) => this.receiptHandle(s, d));
     await this.dueFifoRedeliveries(b);
     if (!g.consumeMessageOrderly) await this.dueRetries(b);
@@ -197,22 +199,13 @@ export class Pop {
   }
 
   /**
-   * Held messages whose key is free go first, in storage order: choose them, then read them with as
-   * few store reads as their spread allows.
+   * Held messages whose key is free go first, in storage order (the first held one of each key): take
+   * them, then read them with as few store reads as their spread allows.
    */
   private async heldMessages(b: Batch, q: number, fq: FifoQueue): Promise<void> {
     const { s } = b;
-    const chosen: HeldMessage[] = [];
-    const rest: HeldMessage[] = [];
-    for (const e of fq.held) {
-      if (b.delivered.length + chosen.length < b.req.batch && !s.blocked.has(e.key) && !b.taken.has(e.key)) {
-        chosen.push(e);
-        b.taken.add(e.key);
-      } else rest.push(e);
-    }
+    const chosen = fq.release(b.room, (key) => !s.blocked.has(key) && !b.taken.has(key));
     if (chosen.length === 0) return;
-    fq.held = rest;
-    for (const e of chosen) b.taken.delete(e.key);
     for (const [e, m] of await readHeld(this.ctx.store, s.topic, q, chosen)) {
       if (!m) continue; // removed by retention
       b.deliver(m, freshDelivery(Source.TOPIC, q, e.offset, 1, e.key));
@@ -239,12 +232,14 @@ export class Pop {
       }
       if (fq) {
         const key = fifoKey(q, m.messageGroup);
-        if (s.blocked.has(key) || b.taken.has(key) || b.full) {
+        // Behind an earlier message of its group: in flight, waiting for retry, handed out in this
+        // batch, or held.
+        if (s.blocked.has(key) || b.taken.has(key) || fq.holds(key) || b.full) {
           if (!fq.canRead(m.queueOffset)) {
             next = m.queueOffset;
             break;
           }
-          fq.held.push({ offset: m.queueOffset, key });
+          fq.hold({ offset: m.queueOffset, key });
           continue;
         }
         b.deliver(m, freshDelivery(Source.TOPIC, q, m.queueOffset, 1, key));

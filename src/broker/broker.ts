@@ -161,6 +161,10 @@ export class Broker {
         clock,
         logger,
       );
+      // What a deleted topic or group left behind (a crash may have cut its purge short) must not
+      // reappear in one created under its name.
+      topics.beforeCreate = (name) => broker.purgeTopic(name);
+      groups.beforeCreate = (name) => broker.purgeGroup(name);
       await consume.start();
       broker.flow.start();
       broker.timers.interval(() => sessions.sweep(), 5_000, { unref: true });
@@ -188,16 +192,30 @@ export class Broker {
     return this.store.stats();
   }
 
-  /** Delete a topic's metadata and every group's consumption state for it (messages age out). */
+  /**
+   * Delete a topic: its metadata, its queues (the store releases their files and memory; the log
+   * bytes go with retention), every group's committed offsets, in-flight, retry and FIFO state for
+   * it. Nothing of it is delivered again; a topic created again under its name starts empty (the
+   * purge is repeated then, in case a crash cut this one short).
+   */
   async deleteTopic(name: string): Promise<void> {
     await this.topics.delete(name);
-    await this.consume.forget({ topic: name });
+    await this.purgeTopic(name);
+  }
+
+  /** Delete a consumer group: its metadata, committed offsets, in-flight state and waiting retries. */
+  async deleteGroup(name: string): Promise<void> {
+    await this.groups.delete(name);
+    await this.purgeGroup(name);
+  }
+
+  private async purgeTopic(name: string): Promise<void> {
+    await this.consume.purgeTopic(name);
     await this.offsets.forget({ topic: name });
   }
 
-  async deleteGroup(name: string): Promise<void> {
-    await this.groups.delete(name);
-    await this.consume.forget({ group: name });
+  private async purgeGroup(name: string): Promise<void> {
+    await this.consume.purgeGroup(name);
     await this.offsets.forget({ group: name });
   }
 

@@ -20,6 +20,8 @@ export class GroupRegistry implements StateParticipant {
   readonly stateKey = 'groups';
   private readonly groups = new Map<string, GroupConfig>();
   journal!: StateJournal;
+  /** Runs before a group that does not exist is created (the broker clears what a deleted one left). */
+  beforeCreate: ((name: string) => Promise<void>) | null = null;
 
   get(name: string): GroupConfig | undefined {
     return this.groups.get(name);
@@ -43,6 +45,7 @@ export class GroupRegistry implements StateParticipant {
       if (v !== undefined) (next as unknown as Record<string, unknown>)[k] = v;
     next.name = name;
     checkGroupConfig(next);
+    if (!this.groups.has(name) && this.beforeCreate) await this.beforeCreate(name);
     await this.journal.append({ kind: 'group', config: next });
     this.groups.set(name, next);
     return next;

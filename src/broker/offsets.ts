@@ -14,6 +14,8 @@ export interface CommittedOffset {
 }
 
 const key = (group: string, topic: string, queueId: number) => `${group}\u0000${topic}\u0000${queueId}`;
+/** A group's own offsets and its broadcast consumers' (`group%BROADCAST%<name>`). */
+const ofGroup = (g: string, group: string) => g === group || g.startsWith(`${group}%BROADCAST%`);
 const parts = (k: string) => {
   const [group, topic, q] = k.split('\u0000') as [string, string, string];
   return { group, topic, queueId: Number(q) };
@@ -87,7 +89,7 @@ export class OffsetStore implements StateParticipant {
     for (const k of [...this.offsets.keys()]) {
       const [g, t] = k.split('\u0000');
       if (
-        (filter.group === undefined || g === filter.group) &&
+        (filter.group === undefined || ofGroup(g!, filter.group)) &&
         (filter.topic === undefined || t === filter.topic)
       ) {
         this.offsets.delete(k);
@@ -114,10 +116,12 @@ export class OffsetStore implements StateParticipant {
       for (const k of [...this.offsets.keys()]) {
         const { group, topic } = parts(k);
         if (
-          (rec.group === undefined || group === rec.group) &&
+          (rec.group === undefined || ofGroup(group, rec.group)) &&
           (rec.topic === undefined || topic === rec.topic)
-        )
+        ) {
           this.offsets.delete(k);
+          this.pendingResets.delete(k);
+        }
       }
       return true;
     }

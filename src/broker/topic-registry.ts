@@ -18,6 +18,8 @@ export class TopicRegistry implements StateParticipant {
   readonly stateKey = 'topics';
   private readonly topics = new Map<string, TopicConfig>();
   journal!: StateJournal;
+  /** Runs before a topic that does not exist is created (the broker clears what a deleted one left). */
+  beforeCreate: ((name: string) => Promise<void>) | null = null;
 
   constructor(private readonly allowMixed: boolean) {}
 
@@ -55,6 +57,7 @@ export class TopicRegistry implements StateParticipant {
       attributes,
     };
     checkTopicConfig(next);
+    if (!this.topics.has(name) && this.beforeCreate) await this.beforeCreate(name);
     await this.journal.append({ kind: 'topic', config: next });
     this.topics.set(name, next);
     return next;

@@ -6,13 +6,15 @@
  *   <dataDir>/consumequeue/<topic>/<queue>/*.cq  queue indexes (queue-index.ts)
  *   <dataDir>/index/<segment base>.keys          message-id / key index (key-index.ts)
  *   <dataDir>/checkpoint.json                    recovery checkpoint (checkpoint.ts)
+ *   <dataDir>/consumequeue-deleted/              queue indexes of deleted topics, on their way out
  *
  * An append assigns queue offsets and a store time synchronously (so storage order is call order),
  * encodes the records straight into the log's write buffer and resolves when the log says they are
  * durable under the flush policy. Only then do they become readable and are listeners told, so no
  * consumer ever sees a message the store could still lose.
  */
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { STORE_DEFAULTS, type FlushPolicy } from '../common/config.js';
 import type { StoreOptions, DiskUsageProbe } from './options.js';
@@ -151,6 +153,8 @@ function resolve(o: StoreOptions): Readonly<ResolvedStoreOptions> {
 }
 
 const queueKey = (topic: string, queueId: number) => `${queueId}\u0000${topic}`;
+/** Where the queue indexes of a deleted topic go before they are removed (emptied at every open). */
+const DELETED_QUEUES_DIR = 'consumequeue-deleted';
 const READ_COALESCE_GAP = 64 * 1024;
 const READ_MAX_SPAN = 4 * 1024 * 1024;
 
@@ -420,6 +424,40 @@ export class MessageStore {
     return this.retentionRunning;
   }
 
+  /**
+   * Delete a topic's queues: their index files are removed and their memory and file handles
+   * released, and a checkpoint is written so that recovery never indexes the topic's earlier
+   * records again (the log bytes themselves go with retention). A later append to the topic starts
+   * its queues at offset 0. The caller makes sure nothing appends to the topic meanwhile. Resolves
+   * with the number of queues deleted.
+   */
+  deleteTopic(topic: string): Promise<number> {
+    if (this.closed) return Promise.reject(new VelaError('STORE_CLOSED'));
+    return this.maintenance.run(async () => {
+      if (![...this.queues.values()].some((q) => q.topic === topic)) return 0;
+      // Records of the topic still on their way to disk belong to its past as well.
+      await this.log.whenDurable().catch(() => {});
+      const doomed = [...this.queues].filter(([, q]) => q.topic === topic);
+      for (const [key, q] of doomed) {
+        this.queues.delete(key);
+        this.uncommitted.delete(q);
+      }
+      for (const [, q] of doomed) await q.discard();
+      // Out of the way first (a crash from here on leaves nothing that loads as a queue), then a
+      // checkpoint past the topic's records, then the files.
+      const trash = join(this.o.dataDir, DELETED_QUEUES_DIR);
+      const moved = join(trash, `${Date.now()}-${randomBytes(4).toString('hex')}`);
+      await mkdir(trash, { recursive: true });
+      await rename(join(this.o.dataDir, 'consumequeue', encodeURIComponent(topic)), moved).catch((err) => {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      });
+      await this.writeCheckpointNow(false);
+      await rm(moved, { recursive: true, force: true });
+      this.o.logger.info({ topic, queues: doomed.length }, 'topic deleted from the store');
+      return doomed.length;
+    });
+  }
+
   /** Write index entries out and record a recovery checkpoint (also runs every `checkpointIntervalMs`). */
   checkpoint(): Promise<void> {
     return this.maintenance.run(() => this.writeCheckpointNow(false));
@@ -439,6 +477,7 @@ export class MessageStore {
     await mkdir(o.dataDir, { recursive: true });
     await acquireDirLock(o.dataDir);
     try {
+      await rm(join(o.dataDir, DELETED_QUEUES_DIR), { recursive: true, force: true });
       const ckpt = await readCheckpoint(o.dataDir);
       this.log = await SegmentLog.open({
         dir: join(o.dataDir, 'commitlog'),
@@ -645,8 +684,10 @@ export class MessageStore {
     for (const pos of await this.keys.find(hash, limit * 4)) {
       const m = await this.getMessage(pos);
       if (m && match(m) && (!opts.topic || m.topic === opts.topic)) {
+        // Only what its queue still holds: not removed by retention, not of a deleted topic (nor of
+        // an earlier life of a topic deleted and created again).
         const q = this.queues.get(queueKey(m.topic, m.queueId));
-        if (q && m.queueOffset < q.minOffset) continue;
+        if (!q || (await q.entryAt(m.queueOffset))?.logPosition !== m.logPosition) continue;
         out.push(m);
         if (out.length >= limit) break;
       }

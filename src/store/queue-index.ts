@@ -281,6 +281,12 @@ export class QueueIndex {
     for (const f of this.files) await this.closeFile(f);
   }
 
+  /** Close without writing anything more: the index is being deleted (its files go with it). */
+  async discard(): Promise<void> {
+    for (const f of this.files) await this.closeFile(f);
+    this.files = [];
+  }
+
   private fileFor(offset: number): IndexFile | undefined {
     const files = this.files;
     let lo = 0;

@@ -291,12 +291,43 @@ export class ConsumeService implements StateParticipant {
     return this.figures.topicsOf(group);
   }
 
-  /** Forget the consumption state of a group (deleteSubGroup) or a topic (deleteTopic). */
+  /**
+   * A topic was deleted (or is created again under a deleted one's name): forget every group's
+   * consumption state for it, and delete its queues and every retry topic for it from the store.
+   * Nothing of it is delivered again, after a restart either.
+   */
+  async purgeTopic(topic: string): Promise<void> {
+    const retryTopics = new Set(
+      [...this.ctx.states.values()].filter((s) => s.topic === topic).map((s) => retryTopicOf(s.group, topic)),
+    );
+    await this.forget({ topic });
+    await this.ctx.store.deleteTopic(topic);
+    for (const rt of retryTopics) await this.ctx.store.deleteTopic(rt);
+  }
+
+  /**
+   * A consumer group was deleted (or is created again under a deleted one's name): forget its
+   * consumption state and its broadcast consumers', and delete its retry topics from the store.
+   */
+  async purgeGroup(group: string): Promise<void> {
+    const retryTopics = new Set(
+      [...this.ctx.states.values()]
+        .filter((s) => baseGroupOf(s.group) === group)
+        .map((s) => retryTopicOf(s.group, s.topic)),
+    );
+    await this.forget({ group });
+    for (const rt of retryTopics) await this.ctx.store.deleteTopic(rt);
+  }
+
+  /**
+   * Forget the consumption state of a topic, or of a group and its broadcast consumers, or of one
+   * (group, topic).
+   */
   async forget(filter: { group?: string; topic?: string }): Promise<void> {
     const ctx = this.ctx;
     for (const s of [...ctx.states.values()]) {
       if (
-        (filter.group === undefined || s.group === filter.group) &&
+        (filter.group === undefined || baseGroupOf(s.group) === filter.group) &&
         (filter.topic === undefined || s.topic === filter.topic)
       ) {
         await ctx.serialized(s, async () => {

@@ -91,7 +91,11 @@ export const PRODUCE_SCHEMA = {
 } as const;
 
 export const CONSUME_SCHEMA = {
-  minInvisibleMs: num(10_000, 'smallest invisible duration a receive may ask for', 'ms'),
+  minInvisibleMs: num(
+    20,
+    "smallest invisible duration a receive may ask for (RocketMQ's proxy: 10 s; the default admits the seeds' 20–50 ms examples)",
+    'ms',
+  ),
   maxInvisibleMs: num(12 * 3600_000, 'largest invisible duration', 'ms', { min: 1 }),
   autoRenewInvisibleMs: num(
     60_000,
@@ -232,10 +236,14 @@ export const TOP_SCHEMA = {
     flag: '--auto-create-topics',
     env: 'VELA_AUTO_CREATE_TOPICS',
   }),
-  autoCreateGroups: bool(false, 'create unknown consumer groups on first use', {
-    flag: '--auto-create-groups',
-    env: 'VELA_AUTO_CREATE_GROUPS',
-  }),
+  autoCreateGroups: bool(
+    true,
+    "create unknown consumer groups on first use (RocketMQ's autoCreateSubscriptionGroup); `false` requires `updateSubGroup` first",
+    {
+      flag: '--auto-create-groups',
+      env: 'VELA_AUTO_CREATE_GROUPS',
+    },
+  ),
   enableMixedMessageType: bool(false, 'allow `message.type=MIXED` topics', {
     flag: '--enable-mixed-message-type',
     env: 'VELA_ENABLE_MIXED_MESSAGE_TYPE',

@@ -171,10 +171,10 @@ test('requests without a client id, malformed frames and bad receives get their 
   assert.equal(garbage.error, undefined, 'not a bare gRPC failure');
   assert.equal(garbage.response.status.code, Code.BAD_REQUEST);
 
-  assert.equal(
-    (await client.receiveMessages('NoSuchGroup', topic)).status.code,
-    Code.CONSUMER_GROUP_NOT_FOUND,
-  );
+  // Unknown groups are created on first use (RocketMQ's autoCreateSubscriptionGroup, the default).
+  assert.equal(running.broker.groups.get('NoSuchGroupYet'), undefined);
+  assert.equal((await client.receiveMessages('NoSuchGroupYet', topic)).status.code, Code.MESSAGE_NOT_FOUND);
+  assert.ok(running.broker.groups.get('NoSuchGroupYet'), 'created on first use');
   assert.equal((await client.receiveMessages(group, 'NoSuchTopic')).status.code, Code.TOPIC_NOT_FOUND);
   assert.equal(
     (await client.receiveMessages(group, topic, { invisibleMs: 10 })).status.code,

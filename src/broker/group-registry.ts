@@ -1,7 +1,7 @@
 /** Consumer groups (mqadmin `updateSubGroup`): create, update, delete, look up. Durable. */
 import { VelaError } from '../common/errors.js';
 import { checkGroupConfig, groupDefaults, type GroupConfig } from './metadata.js';
-import { checkGroupName } from './names.js';
+import { checkGroupName, checkNewGroupName } from './names.js';
 import type { RetryPolicy } from './retry-policy.js';
 import type { StateJournal, StateParticipant } from './state-journal.js';
 import type { StateRecord } from './state-records.js';
@@ -38,7 +38,8 @@ export class GroupRegistry implements StateParticipant {
   }
 
   async upsert(name: string, update: GroupUpdate): Promise<GroupConfig> {
-    checkGroupName(name);
+    if (this.groups.has(name)) checkGroupName(name);
+    else checkNewGroupName(name);
     const cur = this.groups.get(name) ?? groupDefaults(name);
     const next: GroupConfig = { ...cur };
     for (const [k, v] of Object.entries(update))

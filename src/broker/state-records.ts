@@ -92,6 +92,20 @@ export type StateRecord =
     }
   | { kind: 'consumeForgotten'; group: string; topic: string }
   | {
+      /**
+       * Retry topics moved from `%RETRY%<group>_<topic>` to `%RETRY%<group>+<topic>` (once, at the
+       * first start of a version with the `+` form): per (group, topic), where reading its new retry
+       * topic starts, and its in-flight deliveries of the old one (re-queued in the new one).
+       */
+      kind: 'retryTopicsRenamed';
+      moved: {
+        group: string;
+        topic: string;
+        retryNext: { queueId: number; next: number }[];
+        dropped: DeliveryRef[];
+      }[];
+    }
+  | {
       kind: 'queueReset';
       group: string;
       topic: string;
@@ -116,6 +130,7 @@ const WIRE_KIND: Record<StateRecordKind, string> = {
   deliveries: 'dlv',
   settled: 'done',
   consumeForgotten: 'forget',
+  retryTopicsRenamed: 'retry+',
   queueReset: 'rst',
 };
 const KIND_OF_WIRE = new Map(Object.entries(WIRE_KIND).map(([k, w]) => [w, k as StateRecordKind]));
@@ -160,6 +175,16 @@ export function encodeStateRecord(r: StateRecord): string {
       });
     case 'consumeForgotten':
       return JSON.stringify({ k, g: r.group, t: r.topic });
+    case 'retryTopicsRenamed':
+      return JSON.stringify({
+        k,
+        m: r.moved.map((x) => [
+          x.group,
+          x.topic,
+          x.retryNext.map((n) => [n.queueId, n.next]),
+          x.dropped.map((d) => [d.source, d.queueId, d.offset]),
+        ]),
+      });
     case 'queueReset':
       return JSON.stringify({
         k,
@@ -230,6 +255,22 @@ export function decodeStateRecord(json: unknown): StateRecord | null {
       };
     case 'consumeForgotten':
       return { kind, group: str(o.g, what), topic: str(o.t, what) };
+    case 'retryTopicsRenamed':
+      return {
+        kind,
+        moved: list(o.m, what).map((x) => {
+          const [group, topic, next, dropped] = list(x, what);
+          return {
+            group: str(group, what),
+            topic: str(topic, what),
+            retryNext: list(next, what).map((n) => {
+              const p = list(n, what);
+              return { queueId: int(p[0], what), next: int(p[1], what) };
+            }),
+            dropped: list(dropped, what).map((d) => refOf(d, what)),
+          };
+        }),
+      };
     case 'queueReset':
       return {
         kind,

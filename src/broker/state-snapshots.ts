@@ -84,41 +84,54 @@ export interface ConsumeSnapshotEntry {
 /** Snapshots name a read position `t:<queue>` (topic) or `r:<queue>` (retry topic). */
 const positionName = (o: QueueNext) => `${o.source === Source.TOPIC ? 't' : 'r'}:${o.queueId}`;
 
-export function encodeConsumeSnapshot(entries: readonly ConsumeSnapshotEntry[]): unknown {
-  return entries.map((e) => ({
+export interface ConsumeSnapshot {
+  /** Retry topics have the `+` form (snapshots of earlier versions are a bare list: the `_` form). */
+  retryTopicsRenamed: boolean;
+  entries: ConsumeSnapshotEntry[];
+}
+
+export function encodeConsumeSnapshot(snapshot: ConsumeSnapshot): unknown {
+  const entries = snapshot.entries.map((e) => ({
     g: e.group,
     t: e.topic,
     offs: e.nextOffsets.map((o) => [positionName(o), o.next]),
     d: e.deliveries.map(tupleOf),
     fifo: e.fifo.map((f) => [f.queueId, f.low, f.settled]),
   }));
+  return snapshot.retryTopicsRenamed ? { retry: '+', states: entries } : entries;
 }
-export function decodeConsumeSnapshot(data: unknown): ConsumeSnapshotEntry[] {
+export function decodeConsumeSnapshot(data: unknown): ConsumeSnapshot {
   const what = 'consume snapshot';
-  return list(data, what).map((x) => {
-    const e = obj(x, what);
-    return {
-      group: str(e.g, what),
-      topic: str(e.t, what),
-      nextOffsets: list(e.offs, what).map((p) => {
-        const [name, next] = list(p, what);
-        const m = /^([tr]):(\d+)$/.exec(str(name, what));
-        if (!m) throw corrupt(what, `bad read position ${JSON.stringify(name)}`);
-        return {
-          source: m[1] === 't' ? Source.TOPIC : Source.RETRY,
-          queueId: Number(m[2]),
-          next: int(next, what),
-        };
-      }),
-      deliveries: list(e.d, what).map((t) => deliveryOf(t, what)),
-      fifo: optList(e.fifo, what).map((f) => {
-        const [q, low, settled] = list(f, what);
-        return {
-          queueId: int(q, what),
-          low: int(low, what),
-          settled: list(settled, what).map((s) => int(s, what)),
-        };
-      }),
-    };
-  });
+  const renamed = !Array.isArray(data);
+  const states = renamed ? obj(data, what).states : data;
+  if (renamed && obj(data, what).retry !== '+') throw corrupt(what, 'unknown retry topic form');
+  return {
+    retryTopicsRenamed: renamed,
+    entries: list(states, what).map((x) => {
+      const e = obj(x, what);
+      return {
+        group: str(e.g, what),
+        topic: str(e.t, what),
+        nextOffsets: list(e.offs, what).map((p) => {
+          const [name, next] = list(p, what);
+          const m = /^([tr]):(\d+)$/.exec(str(name, what));
+          if (!m) throw corrupt(what, `bad read position ${JSON.stringify(name)}`);
+          return {
+            source: m[1] === 't' ? Source.TOPIC : Source.RETRY,
+            queueId: Number(m[2]),
+            next: int(next, what),
+          };
+        }),
+        deliveries: list(e.d, what).map((t) => deliveryOf(t, what)),
+        fifo: optList(e.fifo, what).map((f) => {
+          const [q, low, settled] = list(f, what);
+          return {
+            queueId: int(q, what),
+            low: int(low, what),
+            settled: list(settled, what).map((s) => int(s, what)),
+          };
+        }),
+      };
+    }),
+  };
 }

@@ -1,7 +1,7 @@
 /** Topics: create, update, delete, look up. Durable through the state journal. */
 import { VelaError } from '../common/errors.js';
 import { checkTopicConfig, parseMessageType, topicDefaults, type TopicConfig } from './metadata.js';
-import { checkTopicName } from './names.js';
+import { checkNewTopicName, checkTopicName } from './names.js';
 import type { StateJournal, StateParticipant } from './state-journal.js';
 import type { StateRecord } from './state-records.js';
 import { decodeTopicsSnapshot, encodeTopicsSnapshot } from './state-snapshots.js';
@@ -38,9 +38,14 @@ export class TopicRegistry implements StateParticipant {
     return [...this.topics.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** Create or update a topic (mqadmin `updateTopic`). System topics (%DLQ%, %RETRY%) are allowed here. */
+  /** Create or update a topic (mqadmin `updateTopic`); `system` lets the broker create its own (%DLQ%). */
   async upsert(name: string, update: TopicUpdate, opts: { system?: boolean } = {}): Promise<TopicConfig> {
-    if (!opts.system) checkTopicName(name);
+    // Names in the system namespaces are the broker's: nobody else creates one (existing ones, such as
+    // a DLQ, may still be updated).
+    if (!opts.system) {
+      if (this.topics.has(name)) checkTopicName(name);
+      else checkNewTopicName(name);
+    }
     const cur = this.topics.get(name) ?? topicDefaults(name);
     const attributes = { ...cur.attributes };
     let messageType = cur.messageType;

@@ -35,6 +35,27 @@ const OLD_RECORDS = [
   '{"k":"rst","g":"G","t":"T","q":1,"o":0,"retry":[[0,4],[1,0]]}',
 ];
 
+test('the record of the retry topic renaming round-trips', () => {
+  const line = '{"k":"retry+","m":[["G","T",[[0,3],[1,0]],[[1,1,7]]],["a_b","c",[],[]]]}';
+  const rec = decodeStateRecord(JSON.parse(line));
+  assert.deepEqual(rec, {
+    kind: 'retryTopicsRenamed',
+    moved: [
+      {
+        group: 'G',
+        topic: 'T',
+        retryNext: [
+          { queueId: 0, next: 3 },
+          { queueId: 1, next: 0 },
+        ],
+        dropped: [{ source: 1, queueId: 1, offset: 7 }],
+      },
+      { group: 'a_b', topic: 'c', retryNext: [], dropped: [] },
+    ],
+  });
+  assert.deepEqual(JSON.parse(encodeStateRecord(rec!)), JSON.parse(line));
+});
+
 test('records written before the typed codec decode, and encode back to the same JSON', () => {
   for (const line of OLD_RECORDS) {
     const rec = decodeStateRecord(JSON.parse(line));
@@ -173,12 +194,16 @@ test('snapshots written before the typed codec decode and encode back the same',
     },
   ];
   const decoded = decodeConsumeSnapshot(consume);
-  assert.deepEqual(decoded[0]!.nextOffsets, [
+  assert.equal(decoded.retryTopicsRenamed, false, 'a bare list: written before the + form');
+  assert.deepEqual(decoded.entries[0]!.nextOffsets, [
     { source: 0, queueId: 0, next: 4 },
     { source: 1, queueId: 2, next: 1 },
   ]);
-  assert.deepEqual(decoded[0]!.fifo, [{ queueId: 0, low: 2, settled: [3] }]);
+  assert.deepEqual(decoded.entries[0]!.fifo, [{ queueId: 0, low: 2, settled: [3] }]);
   assert.deepEqual(encodeConsumeSnapshot(decoded), consume);
+  const renamed = encodeConsumeSnapshot({ ...decoded, retryTopicsRenamed: true });
+  assert.deepEqual(renamed, { retry: '+', states: consume });
+  assert.deepEqual(decodeConsumeSnapshot(renamed), { ...decoded, retryTopicsRenamed: true });
   const offsets = {
     offsets: [['G\u0000T\u00003', { offset: 9, updatedAt: 5 }]],
     resets: [['G\u0000T\u00003', 9]],

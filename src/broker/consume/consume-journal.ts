@@ -3,7 +3,7 @@
  * changes that are applied the way they are replayed), and give and take snapshots.
  */
 import type { StateRecord } from '../state-records.js';
-import type { ConsumeSnapshotEntry } from '../state-snapshots.js';
+import type { ConsumeSnapshot } from '../state-snapshots.js';
 import type { ConsumeContext } from './context.js';
 import { Source, deliveryKey, type GroupTopicState } from './delivery.js';
 
@@ -36,6 +36,16 @@ export class ConsumeJournal {
       case 'consumeForgotten':
         states.delete(rec.group, rec.topic);
         return true;
+      case 'retryTopicsRenamed': {
+        for (const m of rec.moved) {
+          const s = states.getOrCreate(m.group, m.topic);
+          for (const r of m.retryNext) s.retryNext.set(r.queueId, r.next);
+          for (const d of m.dropped) s.deliveries.delete(deliveryKey(d.source, d.queueId, d.offset));
+          s.retryDueHint.clear();
+        }
+        this.ctx.retryTopicsRenamed = true;
+        return true;
+      }
       case 'queueReset': {
         const s = states.getOrCreate(rec.group, rec.topic);
         this.resetQueue(s, rec.queueId, rec.offset, rec.retryNext);
@@ -69,22 +79,26 @@ export class ConsumeJournal {
     this.ctx.waiters.wake(s.topic);
   }
 
-  snapshot(): ConsumeSnapshotEntry[] {
-    return [...this.ctx.states.values()].map((s) => ({
-      group: s.group,
-      topic: s.topic,
-      nextOffsets: [
-        ...[...s.topicNext].map(([queueId, next]) => ({ source: Source.TOPIC, queueId, next })),
-        ...[...s.retryNext].map(([queueId, next]) => ({ source: Source.RETRY, queueId, next })),
-      ],
-      deliveries: [...s.deliveries.values()],
-      fifo: [...s.fifo].map(([queueId, f]) => ({ queueId, low: f.low, settled: [...f.settled] })),
-    }));
+  snapshot(): ConsumeSnapshot {
+    return {
+      retryTopicsRenamed: this.ctx.retryTopicsRenamed,
+      entries: [...this.ctx.states.values()].map((s) => ({
+        group: s.group,
+        topic: s.topic,
+        nextOffsets: [
+          ...[...s.topicNext].map(([queueId, next]) => ({ source: Source.TOPIC, queueId, next })),
+          ...[...s.retryNext].map(([queueId, next]) => ({ source: Source.RETRY, queueId, next })),
+        ],
+        deliveries: [...s.deliveries.values()],
+        fifo: [...s.fifo].map(([queueId, f]) => ({ queueId, low: f.low, settled: [...f.settled] })),
+      })),
+    };
   }
 
-  restore(entries: readonly ConsumeSnapshotEntry[]): void {
+  restore(snapshot: ConsumeSnapshot): void {
     this.ctx.states.clear();
-    for (const e of entries) {
+    this.ctx.retryTopicsRenamed = snapshot.retryTopicsRenamed;
+    for (const e of snapshot.entries) {
       const s = this.ctx.states.getOrCreate(e.group, e.topic);
       for (const o of e.nextOffsets) s.nextOffsets(o.source).set(o.queueId, o.next);
       for (const d of e.deliveries) s.deliveries.set(deliveryKey(d.source, d.queueId, d.offset), d);

@@ -10,6 +10,7 @@
  *   auto-renew.ts       push consumers' invisible time, and their departure
  *   progress.ts         consumer progress and backlogs
  *   consume-journal.ts  journal records and snapshots (shapes in ../state-records.ts)
+ *   retry-migration.ts  retry topics carried over from the old `%RETRY%<group>_<topic>` names
  *   context.ts          what they share, and the rule that every change is serialized per (group, topic)
  *
  * A receive hands out messages from every queue of the topic, whatever queue the client named; each
@@ -32,8 +33,9 @@ import { rebuildHeld } from './fifo.js';
 import { Pop, type Delivered } from './pop.js';
 import { Progress, type QueueProgress } from './progress.js';
 import { receiptHandleOf } from './receipt.js';
-import { RETRY_QUEUES, retryTopicOf } from './retry-records.js';
+import { RETRY_QUEUES, parseRetryTopic, retryTopicOf } from './retry-records.js';
 import { Revive } from './revive.js';
+import { migrateRetryTopics } from './retry-migration.js';
 
 export type { ConsumeDeps, ConsumeOptions } from './context.js';
 export type { Delivered } from './pop.js';
@@ -95,9 +97,13 @@ export class ConsumeService implements StateParticipant {
     return this.ctx.deadLettered;
   }
 
-  /** Arm timers for the state replayed from the journal, rebuild FIFO windows, start auto-renewal. */
+  /**
+   * Carry retries over from old retry topic names (once), arm timers for the state replayed from the
+   * journal, rebuild FIFO windows, start auto-renewal.
+   */
   async start(): Promise<void> {
     const ctx = this.ctx;
+    await migrateRetryTopics(ctx);
     const now = ctx.now();
     for (const s of [...ctx.states.values()]) {
       if (ctx.groups.get(baseGroupOf(s.group))?.consumeMessageOrderly) await this.rebuildFifo(s);
@@ -297,12 +303,9 @@ export class ConsumeService implements StateParticipant {
    * Nothing of it is delivered again, after a restart either.
    */
   async purgeTopic(topic: string): Promise<void> {
-    const retryTopics = new Set(
-      [...this.ctx.states.values()].filter((s) => s.topic === topic).map((s) => retryTopicOf(s.group, topic)),
-    );
     await this.forget({ topic });
     await this.ctx.store.deleteTopic(topic);
-    for (const rt of retryTopics) await this.ctx.store.deleteTopic(rt);
+    for (const rt of this.retryTopicsWhere((r) => r.topic === topic)) await this.ctx.store.deleteTopic(rt);
   }
 
   /**
@@ -310,13 +313,18 @@ export class ConsumeService implements StateParticipant {
    * consumption state and its broadcast consumers', and delete its retry topics from the store.
    */
   async purgeGroup(group: string): Promise<void> {
-    const retryTopics = new Set(
-      [...this.ctx.states.values()]
-        .filter((s) => baseGroupOf(s.group) === group)
-        .map((s) => retryTopicOf(s.group, s.topic)),
-    );
     await this.forget({ group });
-    for (const rt of retryTopics) await this.ctx.store.deleteTopic(rt);
+    for (const rt of this.retryTopicsWhere((r) => baseGroupOf(r.group) === group))
+      await this.ctx.store.deleteTopic(rt);
+  }
+
+  /** The retry topics in the store whose (group, topic) satisfies `pick`. */
+  private retryTopicsWhere(pick: (r: { group: string; topic: string }) => boolean): string[] {
+    const names = new Set(this.ctx.store.listQueues().map((q) => q.topic));
+    return [...names].filter((n) => {
+      const r = parseRetryTopic(n);
+      return r !== null && pick(r);
+    });
   }
 
   /**
@@ -364,9 +372,8 @@ export class ConsumeService implements StateParticipant {
     }
   }
 
+  /** Receives wait on the topic a retry topic is for. */
   private topicOfRetry(retryTopic: string): string {
-    for (const s of this.ctx.states.values())
-      if (retryTopicOf(s.group, s.topic) === retryTopic) return s.topic;
-    return retryTopic;
+    return parseRetryTopic(retryTopic)?.topic ?? retryTopic;
   }
 }

@@ -63,6 +63,8 @@ export class ConsumeContext {
   /** Every timer of the consumption core (besides the heap's and the parked receives'): cleared on stop. */
   readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'consumption has stopped'));
   readonly heap: DeadlineHeap<DeadlineItem>;
+  /** Retry topics have the `+` form (set when the journal says so; retry-migration.ts). */
+  retryTopicsRenamed = false;
   /** Messages moved to a DLQ since start, per group. */
   readonly deadLettered = new Map<string, number>();
   private readonly executor = new KeyedExecutor<string>();

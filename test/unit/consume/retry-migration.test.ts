@@ -1,0 +1,48 @@
+/** Carrying retries over from the old `_` retry topic names: once, even when interrupted. */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openCore, type Core } from './harness.js';
+import { migrateRetryTopics } from '../../../src/broker/consume/retry-migration.js';
+
+let core: Core;
+before(async () => {
+  core = await openCore();
+});
+after(() => core.close());
+
+test('an interrupted migration run again copies nothing twice', async () => {
+  await core.topics.upsert('MT', { readQueueNums: 1, writeQueueNums: 1 });
+  await core.groups.upsert('MG', {});
+  const now = core.clock.now();
+  await core.store.append(
+    ['one', 'two'].map((b) => ({
+      topic: '%RETRY%MG_MT',
+      queueId: 1,
+      messageId: `R-${b}`,
+      body: Buffer.from(b),
+      properties: { RETRY_TOPIC: 'MT' },
+      deliveryTimestamp: now,
+      reconsumeTimes: 1,
+    })),
+  );
+  // The first attempt copies, then fails before its journal record (a crash, say).
+  const append = core.ctx.journal.append.bind(core.ctx.journal);
+  core.ctx.journal.append = () => Promise.reject(new Error('crash'));
+  await assert.rejects(migrateRetryTopics(core.ctx), /crash/);
+  core.ctx.journal.append = append;
+  assert.equal(core.store.queueState('%RETRY%MG+MT', 1).maxOffset, 2, 'copied once');
+  assert.equal(core.ctx.retryTopicsRenamed, false);
+
+  await migrateRetryTopics(core.ctx);
+  assert.equal(core.ctx.retryTopicsRenamed, true);
+  assert.equal(core.store.queueState('%RETRY%MG+MT', 1).maxOffset, 4, 'copied again …');
+  const got = await core.receive('MG', 'MT');
+  assert.deepEqual(
+    got.map((d) => d.message.body.toString()).sort(),
+    ['one', 'two'],
+    '… but delivered once: reading starts past the first copies',
+  );
+  assert.equal(core.store.queueState('%RETRY%MG_MT', 1).maxOffset, 0, 'the old topic is gone');
+  await migrateRetryTopics(core.ctx); // renamed already: nothing to do
+  assert.equal(core.store.queueState('%RETRY%MG+MT', 1).maxOffset, 4);
+});

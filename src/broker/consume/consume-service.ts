@@ -10,6 +10,7 @@
  *   auto-renew.ts       push consumers' invisible time, and their departure
  *   progress.ts         consumer progress and backlogs
  *   consume-journal.ts  journal records and snapshots (shapes in ../state-records.ts)
+ *   admin-changes.ts    admin resets, and what deleting a topic or group removes
  *   retry-migration.ts  retry topics carried over from the old `%RETRY%<group>_<topic>` names
  *   context.ts          what they share, and the rule that every change is serialized per (group, topic)
  *
@@ -25,6 +26,7 @@ import { Perm, type GroupConfig, type TopicConfig } from '../metadata.js';
 import type { TagFilter } from '../filter.js';
 import { decodeConsumeSnapshot, encodeConsumeSnapshot } from '../state-snapshots.js';
 import { Acks } from './ack.js';
+import { AdminChanges } from './admin-changes.js';
 import { AutoRenew } from './auto-renew.js';
 import { ConsumeContext, type ConsumeDeps } from './context.js';
 import { ConsumeJournal } from './consume-journal.js';
@@ -33,7 +35,7 @@ import { rebuildHeld } from './fifo.js';
 import { Pop, type Delivered } from './pop.js';
 import { Progress, type QueueProgress } from './progress.js';
 import { receiptHandleOf } from './receipt.js';
-import { RETRY_QUEUES, parseRetryTopic, retryTopicOf } from './retry-records.js';
+import { parseRetryTopic } from './retry-records.js';
 import { Revive } from './revive.js';
 import { migrateRetryTopics } from './retry-migration.js';
 
@@ -64,6 +66,7 @@ export class ConsumeService implements StateParticipant {
   private readonly autoRenew: AutoRenew;
   private readonly figures: Progress;
   private readonly records: ConsumeJournal;
+  private readonly admin: AdminChanges;
   private stopped = false;
 
   constructor(deps: ConsumeDeps) {
@@ -75,6 +78,7 @@ export class ConsumeService implements StateParticipant {
     this.autoRenew = new AutoRenew(ctx, this.revive);
     this.figures = new Progress(ctx);
     this.records = new ConsumeJournal(ctx);
+    this.admin = new AdminChanges(ctx, this.records);
     deps.store.onArrival((topic) =>
       ctx.waiters.wake(topic.startsWith('%RETRY%') ? this.topicOfRetry(topic) : topic),
     );
@@ -252,36 +256,10 @@ export class ConsumeService implements StateParticipant {
   /**
    * Rewind or advance a group on one queue (admin reset): the next message handed out is `offset`;
    * its in-flight messages on that queue, held FIFO messages and waiting retries are discarded.
-   * Applies to the group and to its broadcast consumers.
+   * Applies to the group and to its broadcast consumers. Resolves with the group's old position.
    */
-  async resetQueue(
-    group: string,
-    topic: string,
-    queueId: number,
-    offset: number,
-  ): Promise<number | undefined> {
-    const ctx = this.ctx;
-    let old: number | undefined;
-    for (const s of [...ctx.states.values()]) {
-      if (s.topic !== topic || baseGroupOf(s.group) !== group) continue;
-      await ctx.serialized(s, async () => {
-        if (s.group === group) old = s.topicNext.get(queueId);
-        const rt = retryTopicOf(s.group, s.topic);
-        const retryNext = [];
-        for (let q = 0; q < RETRY_QUEUES; q++)
-          retryNext.push({ queueId: q, next: ctx.store.queueState(rt, q).maxOffset });
-        this.records.resetQueue(s, queueId, offset, retryNext);
-        await ctx.journal.append({
-          kind: 'queueReset',
-          group: s.group,
-          topic: s.topic,
-          queueId,
-          offset,
-          retryNext,
-        });
-      });
-    }
-    return old;
+  resetQueue(group: string, topic: string, queueId: number, offset: number): Promise<number | undefined> {
+    return this.admin.resetQueue(group, topic, queueId, offset);
   }
 
   /** Every (group, topic) with consumption state. */
@@ -300,51 +278,22 @@ export class ConsumeService implements StateParticipant {
   /**
    * A topic was deleted (or is created again under a deleted one's name): forget every group's
    * consumption state for it, and delete its queues and every retry topic for it from the store.
-   * Nothing of it is delivered again, after a restart either.
    */
-  async purgeTopic(topic: string): Promise<void> {
-    await this.forget({ topic });
-    await this.ctx.store.deleteTopic(topic);
-    for (const rt of this.retryTopicsWhere((r) => r.topic === topic)) await this.ctx.store.deleteTopic(rt);
+  purgeTopic(topic: string): Promise<void> {
+    return this.admin.purgeTopic(topic);
   }
 
   /**
-   * A consumer group was deleted (or is created again under a deleted one's name): forget its
-   * consumption state and its broadcast consumers', and delete its retry topics from the store.
+   * A consumer group was deleted (or is created again under a deleted one's name): forget its and its
+   * broadcast consumers' consumption state, and delete its retry topics from the store.
    */
-  async purgeGroup(group: string): Promise<void> {
-    await this.forget({ group });
-    for (const rt of this.retryTopicsWhere((r) => baseGroupOf(r.group) === group))
-      await this.ctx.store.deleteTopic(rt);
+  purgeGroup(group: string): Promise<void> {
+    return this.admin.purgeGroup(group);
   }
 
-  /** The retry topics in the store whose (group, topic) satisfies `pick`. */
-  private retryTopicsWhere(pick: (r: { group: string; topic: string }) => boolean): string[] {
-    const names = new Set(this.ctx.store.listQueues().map((q) => q.topic));
-    return [...names].filter((n) => {
-      const r = parseRetryTopic(n);
-      return r !== null && pick(r);
-    });
-  }
-
-  /**
-   * Forget the consumption state of a topic, or of a group and its broadcast consumers, or of one
-   * (group, topic).
-   */
-  async forget(filter: { group?: string; topic?: string }): Promise<void> {
-    const ctx = this.ctx;
-    for (const s of [...ctx.states.values()]) {
-      if (
-        (filter.group === undefined || baseGroupOf(s.group) === filter.group) &&
-        (filter.topic === undefined || s.topic === filter.topic)
-      ) {
-        await ctx.serialized(s, async () => {
-          if (!ctx.states.isLive(s)) return;
-          ctx.states.delete(s.group, s.topic);
-          await ctx.journal.append({ kind: 'consumeForgotten', group: s.group, topic: s.topic });
-        });
-      }
-    }
+  /** Forget the consumption state of a topic, of a group and its broadcast consumers, or of a pair. */
+  forget(filter: { group?: string; topic?: string }): Promise<void> {
+    return this.admin.forget(filter);
   }
 
   // --- state participant -------------------------------------------------------------------------

@@ -73,8 +73,10 @@ export class Acks {
     const r = await ctx.serialized(h.stateKey, async () => {
       const { s, d } = liveDelivery(ctx, group, topic, h);
       if (d.autoRenew) {
-        await this.revive.fail(s, [{ key: h.key, delivery: d, requestedMs: ms, immediate: false }]);
-        return { handle: receiptHandle, durable: undefined };
+        const failed = await this.revive.fail(s, [
+          { key: h.key, delivery: d, requestedMs: ms, immediate: false },
+        ]);
+        return { handle: receiptHandle, durable: failed.durable };
       }
       d.nonce = newNonce();
       d.deadline = ctx.now() + ms;

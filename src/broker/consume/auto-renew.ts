@@ -65,11 +65,13 @@ export class AutoRenew {
     let released = 0;
     for (const s of [...this.ctx.states.values()]) {
       if (!this.heldBy(s, clientId).length) continue;
-      released += await this.ctx.serialized(s, async () => {
+      const r = await this.ctx.serialized(s, async () => {
         const mine = this.heldBy(s, clientId);
-        await this.revive.fail(s, mine);
-        return mine.length;
+        const failed = await this.revive.fail(s, mine);
+        return { n: mine.length, durable: failed.durable };
       });
+      await r.durable;
+      released += r.n;
     }
     if (released > 0)
       this.ctx.logger.info({ clientId, released }, 'released in-flight messages of a departed client');

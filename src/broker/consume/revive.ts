@@ -47,6 +47,7 @@ export class Revive {
         const due = s.expiring.splice(0);
         void ctx
           .serialized(s, () => this.fail(s, due))
+          .then((r) => r.durable)
           .catch((err) =>
             ctx.logger.error({ err, group: s.group, topic: s.topic }, 'could not schedule retries'),
           );
@@ -72,13 +73,26 @@ export class Revive {
     });
   }
 
-  /** Fail deliveries (see the header). Call serialized. */
-  async fail(s: GroupTopicState, failures: readonly Failure[]): Promise<void> {
+  /**
+   * Fail deliveries (see the header). Call serialized; await the returned `durable` outside: the
+   * retries and dead letters are stored before this resolves, the journal records that settle the
+   * deliveries are only appended (their place in the journal is fixed), so the (group, topic) is free
+   * again one fsync earlier — a redelivery gets out that much sooner.
+   */
+  async fail(s: GroupTopicState, failures: readonly Failure[]): Promise<{ durable: Promise<void> }> {
+    const journalled: Promise<void>[] = [];
     for (let i = 0; i < failures.length; i += FAIL_CHUNK)
-      await this.failChunk(s, failures.slice(i, i + FAIL_CHUNK));
+      await this.failChunk(s, failures.slice(i, i + FAIL_CHUNK), journalled);
+    const durable = Promise.all(journalled).then(() => {});
+    durable.catch(() => {}); // the caller reports it
+    return { durable };
   }
 
-  private async failChunk(s: GroupTopicState, failures: readonly Failure[]): Promise<void> {
+  private async failChunk(
+    s: GroupTopicState,
+    failures: readonly Failure[],
+    journalled: Promise<void>[],
+  ): Promise<void> {
     const ctx = this.ctx;
     const g = ctx.groups.get(baseGroupOf(s.group));
     const maxAttempts = (g?.retryMaxTimes ?? 16) + 1;
@@ -100,14 +114,16 @@ export class Revive {
       }
     }
     if (waits.length > 0) {
-      await ctx.journal.append({
-        kind: 'deliveries',
-        group: s.group,
-        topic: s.topic,
-        nextOffsets: [],
-        deliveries: waits,
-        fifoLows: [],
-      });
+      journalled.push(
+        ctx.journal.append({
+          kind: 'deliveries',
+          group: s.group,
+          topic: s.topic,
+          nextOffsets: [],
+          deliveries: waits,
+          fifoLows: [],
+        }),
+      );
     }
     if (rest.length === 0) return;
     const policy: RetryPolicy = g?.retryPolicy ?? { type: 'CUSTOMIZED', next: [] };
@@ -127,10 +143,11 @@ export class Revive {
       // retry queue not yet due schedules one wake-up for it (pop.ts).
       retries.push(retryRecord(m, s.group, s.topic, d.attempt, now + delay, delay));
     }
+    // Retries and dead letters are durable before the record that settles their deliveries.
     if (dead.length > 0) await this.deadLetter(s, dead);
     if (retries.length > 0) await ctx.store.append(retries);
     const done = rest.filter((f) => s.deliveries.get(f.key) === f.delivery).map((f) => settle(ctx, s, f.key));
-    if (done.length > 0) await journalSettled(ctx, s, done);
+    if (done.length > 0) journalled.push(journalSettled(ctx, s, done));
   }
 
   /** Copy messages to the group's DLQ (created on demand: one queue, readable). */

@@ -433,6 +433,8 @@ export class MessageStore {
    */
   deleteTopic(topic: string): Promise<number> {
     if (this.closed) return Promise.reject(new VelaError('STORE_CLOSED'));
+    // Nothing to delete (the usual case when a topic is created): no wait behind maintenance.
+    if (![...this.queues.values()].some((q) => q.topic === topic)) return Promise.resolve(0);
     return this.maintenance.run(async () => {
       if (![...this.queues.values()].some((q) => q.topic === topic)) return 0;
       // Records of the topic still on their way to disk belong to its past as well.

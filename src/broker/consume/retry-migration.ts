@@ -37,8 +37,12 @@ export async function migrateRetryTopics(ctx: ConsumeContext): Promise<void> {
   const { store, logger } = ctx;
   const legacy = [...new Set(store.listQueues().map((q) => q.topic))].filter(isLegacyRetryTopic);
   if (ctx.retryTopicsRenamed) {
-    // Renamed already; an interruption may have left old topics behind.
-    for (const name of legacy) await store.deleteTopic(name);
+    // Renamed already; an interruption may have left old topics behind. `%RETRY%<group>` of an
+    // existing group is not one of them: it is that group's Remoting retry topic (src/remoting),
+    // which is created after the rename and must survive every restart.
+    for (const name of legacy) {
+      if (!ctx.groups.get(name.slice(RETRY_PREFIX.length))) await store.deleteTopic(name);
+    }
     return;
   }
   const moved = new Map<string, Moved>();

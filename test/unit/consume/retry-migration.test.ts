@@ -46,3 +46,23 @@ test('an interrupted migration run again copies nothing twice', async () => {
   await migrateRetryTopics(core.ctx); // renamed already: nothing to do
   assert.equal(core.store.queueState('%RETRY%MG+MT', 1).maxOffset, 4);
 });
+
+test("after the rename, a group's Remoting retry topic %RETRY%<group> survives every restart", async () => {
+  await core.groups.upsert('RG_remoting', {});
+  await core.store.append([
+    {
+      topic: '%RETRY%RG_remoting',
+      queueId: 3,
+      messageId: 'R-remoting',
+      body: Buffer.from('send-back'),
+      properties: { RETRY_TOPIC: 'SomeTopic' },
+    },
+  ]);
+  assert.equal(core.ctx.retryTopicsRenamed, true);
+  await migrateRetryTopics(core.ctx); // what every later start runs
+  assert.equal(
+    core.store.queueState('%RETRY%RG_remoting', 3).maxOffset,
+    1,
+    'not taken for an old retry topic',
+  );
+});

@@ -1,0 +1,666 @@
+/**
+ * The timer: delivers delay (scheduled) messages at their time, exactly (within a few milliseconds
+ * when the broker is not overloaded), and remembers them across crashes without keeping them in
+ * memory.
+ *
+ * A DELAY message is stored on the timer topic (schedule-records.ts); its due time and log position
+ * go into the schedule index (store/schedule-index.ts), one file per slab of time. Only the slabs
+ * about to fall due are loaded, into a heap; one timer is armed for the earliest entry. When entries
+ * are due, a delivery marks them DISPATCHING in their slab (synced), appends their copies to the real
+ * topics in one batch (one fsync), then marks them DONE. A crash between the two marks leaves
+ * entries whose delivery may or may not have happened; loading their slab again asks the log (the
+ * delivered copy carries the waiting record's position), so a message is never delivered twice and
+ * never lost. A slab whose entries are all done is deleted.
+ *
+ * The index is written behind the log and rebuilt from it: the checkpoint names the timer-topic
+ * offset up to which the index has every entry, and opening re-indexes the records after it.
+ */
+import type { FlushPolicy, TimerSettings } from '../../common/config.js';
+import type { Clock } from '../../common/clock.js';
+import type { Logger } from '../../common/logger.js';
+import { VelaError } from '../../common/errors.js';
+import { Timers } from '../../common/timers.js';
+import {
+  ScheduleIndex,
+  ScheduleKind,
+  type AppendResult,
+  type MessageInput,
+  type MessageStore,
+  type ScheduleEntry,
+  type StoredMessage,
+} from '../../store/index.js';
+import { SerialExecutor } from '../../store/serial-executor.js';
+import type { TopicRegistry } from '../topic-registry.js';
+import { ScheduleHeap, type HeapEntry } from './schedule-heap.js';
+import {
+  REAL_TOPIC,
+  SCHEDULE_POSITION,
+  TIMER_TOPIC,
+  decodeRecallHandle,
+  deliveryRecord,
+  encodeRecallHandle,
+  realQueueOf,
+  realTopicOf,
+  scheduleRecord,
+} from './schedule-records.js';
+
+/** Most entries delivered in one batch (one append, one fsync). */
+const MAX_BATCH = 1024;
+/** Loaded entries beyond which no further slab is loaded until some are delivered. */
+const MAX_LOADED = 1_000_000;
+/** How often the index is synced and its checkpoint written. */
+const CHECKPOINT_MS = 1000;
+/** After a failed delivery, the wait before trying again. */
+const RETRY_MS = 1000;
+/** setTimeout's longest delay. */
+const MAX_TIMEOUT = 2 ** 31 - 1;
+
+interface Checkpoint {
+  /** Timer-topic offset up to which every record is in the index. */
+  offset: number;
+  /** Log position just past the last record indexed. */
+  position: number;
+}
+
+interface LoadedSlab {
+  heap: ScheduleHeap;
+  /** Recalled entries (skipped when they come up). */
+  cancelled: Set<number>;
+  /** Entries taken for delivery whose DONE mark is not written yet. */
+  inflight: number;
+}
+
+interface Slab {
+  start: number;
+  /** Entries still to deliver, by label (topic). */
+  counts: Map<number, number>;
+  maxPosition: number;
+  state: 'unloaded' | 'loading' | 'loaded';
+  loaded?: LoadedSlab;
+  /** Entries scheduled while the slab was being read. */
+  lateAdds?: HeapEntry[];
+}
+
+interface Taken extends HeapEntry {
+  slab: Slab;
+}
+
+export interface TimerOptions {
+  /** Directory of the schedule index. */
+  dir: string;
+  flush: FlushPolicy;
+  settings: TimerSettings;
+}
+
+export interface ScheduledTopic {
+  topic: string;
+  /** Delay messages waiting for their time. */
+  scheduled: number;
+  /** When the next of them is due (ms), or null when none waits. */
+  nextDueAt: number | null;
+}
+
+export interface TimerStatus {
+  scheduled: number;
+  nextDueAt: number | null;
+  topics: ScheduledTopic[];
+}
+
+export interface TimerRecovery {
+  scheduled: number;
+  slabs: number;
+  reindexed: number;
+  durationMs: number;
+}
+
+export class TimerService {
+  private readonly slabs = new Map<number, Slab>();
+  /** Slab starts in time order. */
+  private order: number[] = [];
+  private readonly totals = new Map<number, number>();
+  /** The slabs in memory. */
+  private readonly loaded = new Set<Slab>();
+  private readonly slabOps = new SerialExecutor();
+  private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the timer is closing'));
+  private cancelArm: (() => void) | undefined;
+  private armedAt = Infinity;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private closed = false;
+  private indexed: Checkpoint = { offset: 0, position: 0 };
+  private checkpointed: Checkpoint = { offset: 0, position: 0 };
+  private checkpointing: Promise<void> | null = null;
+  /** Deliveries since start (copies appended to real topics). */
+  delivered = 0;
+  recovery: TimerRecovery = { scheduled: 0, slabs: 0, reindexed: 0, durationMs: 0 };
+
+  private constructor(
+    private readonly store: MessageStore,
+    private readonly topics: TopicRegistry,
+    private readonly index: ScheduleIndex,
+    private readonly settings: TimerSettings,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  static async open(
+    store: MessageStore,
+    topics: TopicRegistry,
+    options: TimerOptions,
+    clock: Clock,
+    logger: Logger,
+  ): Promise<TimerService> {
+    const index = await ScheduleIndex.open({
+      dir: options.dir,
+      sync: options.flush === 'sync',
+      logger,
+    });
+    const timer = new TimerService(store, topics, index, options.settings, clock, logger);
+    await timer.recover();
+    return timer;
+  }
+
+  /** Start delivering. */
+  start(): void {
+    this.timers.interval(() => void this.checkpoint(), CHECKPOINT_MS, { unref: true });
+    this.wake();
+  }
+
+  get maxDelayMs(): number {
+    return this.settings.maxDelayMs;
+  }
+
+  // ---- the send path ---------------------------------------------------------------------------------
+
+  /** Make sure the index knows the topic (durably), before its first delay message is stored. */
+  async prepareTopic(topic: string): Promise<void> {
+    await this.index.ensureLabel(topic);
+  }
+
+  /** The record to store for a delay message due at `due` (call `prepareTopic` first). */
+  scheduleRecord(input: MessageInput, due: number): MessageInput {
+    return scheduleRecord(input, due);
+  }
+
+  /**
+   * Index records just stored on the timer topic (synchronously, as their append resolves, so the
+   * checkpoint never claims a record that is not indexed). Returns each one's recall handle.
+   */
+  scheduled(records: readonly { input: MessageInput; result: AppendResult }[]): string[] {
+    const entries: ScheduleEntry[] = [];
+    const handles: string[] = [];
+    let earliest = Infinity;
+    for (const { input, result } of records) {
+      const due = input.deliveryTimestamp ?? 0;
+      const label = this.index.labelOf(input.properties?.[REAL_TOPIC] ?? '');
+      if (label === undefined) throw new Error(`timer: topic of ${input.messageId} was not prepared`);
+      const e = { due, position: result.logPosition, label };
+      entries.push(e);
+      this.track(e);
+      if (result.queueOffset + 1 > this.indexed.offset) {
+        this.indexed = { offset: result.queueOffset + 1, position: result.logPosition + result.size };
+      }
+      if (due < earliest) earliest = due;
+      handles.push(encodeRecallHandle({ due, position: result.logPosition, messageId: input.messageId }));
+    }
+    this.index.add(entries);
+    if (earliest < this.armedAt) this.wake();
+    return handles;
+  }
+
+  // ---- recall ------------------------------------------------------------------------------------------
+
+  /**
+   * Cancel a delay message before it is delivered. Idempotent; refused with RECALL_TOO_LATE once its
+   * delivery has begun. Resolves with the message id.
+   */
+  async recall(topic: string, handle: string): Promise<string> {
+    const h = decodeRecallHandle(handle);
+    if (!h) throw new VelaError('ILLEGAL_RECALL_HANDLE', 'not a recall handle this broker issued');
+    const m = await this.store.getMessage(h.position).catch(() => null);
+    if (!m || m.topic !== TIMER_TOPIC || m.messageId !== h.messageId || m.deliveryTimestamp !== h.due) {
+      throw new VelaError('SCHEDULED_MESSAGE_NOT_FOUND', `message ${h.messageId} (it may have aged out)`);
+    }
+    if (realTopicOf(m) !== topic) {
+      throw new VelaError(
+        'ILLEGAL_RECALL_HANDLE',
+        `the handle is for a message of ${realTopicOf(m)}, not ${topic}`,
+      );
+    }
+    return this.slabOps.run(() => this.cancel(m));
+  }
+
+  private async cancel(m: StoredMessage): Promise<string> {
+    const due = m.deliveryTimestamp;
+    const position = m.logPosition;
+    const label = this.index.labelOf(realTopicOf(m)) ?? 0;
+    const entry = { due, position, label };
+    const slab = this.slabs.get(this.index.slabOf(due));
+    if (!slab) {
+      // The slab is gone: every entry in it was delivered or recalled.
+      if (await this.wasDelivered(m)) throw new VelaError('RECALL_TOO_LATE', `message ${m.messageId}`);
+      return m.messageId;
+    }
+    if (slab.state === 'loaded') {
+      const s = slab.loaded!;
+      if (s.cancelled.has(position)) return m.messageId;
+      if (!s.heap.has(position)) throw new VelaError('RECALL_TOO_LATE', `message ${m.messageId}`);
+      s.cancelled.add(position);
+      this.untrack(slab, label);
+      await this.index.mark(ScheduleKind.CANCELLED, [entry], true);
+      return m.messageId;
+    }
+    // Not loaded (the slab ops are serial, so it is not being loaded either): read it to know.
+    const st = await this.index.load(slab.start);
+    if (st.cancelled.has(position)) return m.messageId;
+    let pending = false;
+    for (let i = 0; i < st.pending.length && !pending; i++) pending = st.pending.position[i] === position;
+    if (!pending) {
+      if (await this.wasDelivered(m)) throw new VelaError('RECALL_TOO_LATE', `message ${m.messageId}`);
+      throw new VelaError('SCHEDULED_MESSAGE_NOT_FOUND', `message ${m.messageId}`);
+    }
+    await this.index.mark(ScheduleKind.CANCELLED, [entry], true);
+    this.untrack(slab, label);
+    return m.messageId;
+  }
+
+  // ---- status ------------------------------------------------------------------------------------------
+
+  /** How many delay messages wait, per topic, and when the next is due. */
+  async status(topic?: string): Promise<TimerStatus> {
+    const rows: ScheduledTopic[] = [];
+    const labels =
+      topic !== undefined
+        ? [this.index.labelOf(topic)].filter((l): l is number => l !== undefined)
+        : [...this.totals.keys()];
+    for (const label of labels) {
+      const scheduled = this.totals.get(label) ?? 0;
+      if (scheduled === 0 && topic === undefined) continue;
+      rows.push({
+        topic: this.index.nameOf(label) ?? `#${label}`,
+        scheduled,
+        nextDueAt: scheduled > 0 ? await this.nextDueOf(label) : null,
+      });
+    }
+    if (topic !== undefined && rows.length === 0) rows.push({ topic, scheduled: 0, nextDueAt: null });
+    rows.sort((a, b) => a.topic.localeCompare(b.topic));
+    const next = rows.reduce<number | null>(
+      (n, r) => (r.nextDueAt !== null && (n === null || r.nextDueAt < n) ? r.nextDueAt : n),
+      null,
+    );
+    return { scheduled: rows.reduce((n, r) => n + r.scheduled, 0), nextDueAt: next, topics: rows };
+  }
+
+  /** Delay messages waiting, all topics. */
+  get size(): number {
+    let n = 0;
+    for (const c of this.totals.values()) n += c;
+    return n;
+  }
+
+  private async nextDueOf(label: number): Promise<number | null> {
+    for (const start of this.order) {
+      const slab = this.slabs.get(start)!;
+      if ((slab.counts.get(label) ?? 0) === 0) continue;
+      if (slab.state === 'loaded') {
+        const d = slab.loaded!.heap.earliestOf(label, slab.loaded!.cancelled);
+        if (d !== Infinity) return d;
+        continue; // only deliveries in flight: the next is later
+      }
+      const st = await this.slabOps.run(() => this.index.load(start));
+      let best = Infinity;
+      for (const a of [st.pending, st.uncertain]) {
+        for (let i = 0; i < a.length; i++) if (a.label[i] === label && a.due[i]! < best) best = a.due[i]!;
+      }
+      if (best !== Infinity) return best;
+    }
+    return null;
+  }
+
+  // ---- delivery ----------------------------------------------------------------------------------------
+
+  /** Look for due entries now (also after the clock was moved by hand in tests). */
+  wake(): void {
+    if (this.closed) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.loop().finally(() => {
+      this.running = null;
+      if (this.again) this.wake();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    let retryAt: number | undefined;
+    try {
+      for (;;) {
+        if (this.closed) return;
+        this.again = false;
+        await this.loadDue();
+        const batch = this.takeDue();
+        if (batch.length > 0) {
+          await this.deliver(batch);
+          continue;
+        }
+        if (!this.again || this.closed) break;
+      }
+    } catch (err) {
+      if (this.closed) return;
+      this.logger.error({ err }, `delivering delay messages failed; trying again in ${RETRY_MS} ms`);
+      retryAt = this.clock.now() + RETRY_MS;
+    }
+    this.again = false;
+    this.arm(retryAt);
+  }
+
+  /** Load every slab that starts within a slab's span from now (as memory allows). */
+  private async loadDue(): Promise<void> {
+    const horizon = this.clock.now() + this.index.slabMs;
+    for (;;) {
+      if (this.closed || this.loadedEntries() > MAX_LOADED) return;
+      let target: Slab | undefined;
+      for (const start of this.order) {
+        if (start > horizon) break;
+        const slab = this.slabs.get(start)!;
+        if (slab.state === 'unloaded') {
+          target = slab;
+          break;
+        }
+      }
+      if (!target) return;
+      const slab = target;
+      await this.slabOps.run(() => this.load(slab));
+    }
+  }
+
+  private loadedEntries(): number {
+    let n = 0;
+    for (const s of this.loaded) n += s.loaded!.heap.size;
+    return n;
+  }
+
+  private async load(slab: Slab): Promise<void> {
+    if (slab.state !== 'unloaded' || this.slabs.get(slab.start) !== slab) return;
+    slab.state = 'loading';
+    slab.lateAdds = [];
+    try {
+      const st = await this.index.load(slab.start);
+      const heap = ScheduleHeap.from(st.pending);
+      // Deliveries a crash interrupted: the log says whether each completed.
+      const done: ScheduleEntry[] = [];
+      for (let i = 0; i < st.uncertain.length; i++) {
+        const e = {
+          due: st.uncertain.due[i]!,
+          position: st.uncertain.position[i]!,
+          label: st.uncertain.label[i]!,
+        };
+        const m = await this.store.getMessage(e.position).catch(() => null);
+        if (m && !(await this.wasDelivered(m))) heap.push(e.due, e.position, e.label);
+        else done.push(e);
+      }
+      if (done.length > 0) {
+        await this.index.mark(ScheduleKind.DONE, done, false);
+        for (const e of done) this.untrack(slab, e.label);
+        this.logger.info(
+          { slab: slab.start, completed: done.length },
+          'deliveries interrupted by a crash had completed',
+        );
+      }
+      const late = slab.lateAdds;
+      if (late.length > 0) {
+        const known = new Set<number>();
+        for (let i = 0; i < st.pending.length; i++) known.add(st.pending.position[i]!);
+        for (const e of late) if (!known.has(e.position)) heap.push(e.due, e.position, e.label);
+      }
+      slab.loaded = { heap, cancelled: st.cancelled, inflight: 0 };
+      slab.maxPosition = Math.max(slab.maxPosition, st.maxPosition);
+      slab.state = 'loaded';
+      this.loaded.add(slab);
+    } catch (err) {
+      slab.state = 'unloaded';
+      throw err;
+    } finally {
+      delete slab.lateAdds;
+    }
+  }
+
+  /** Take the entries due now, earliest first. */
+  private takeDue(): Taken[] {
+    const now = this.clock.now();
+    const batch: Taken[] = [];
+    for (const start of this.order) {
+      if (start > now || batch.length >= MAX_BATCH) break;
+      const slab = this.slabs.get(start)!;
+      const s = slab.loaded;
+      if (!s) continue;
+      while (batch.length < MAX_BATCH && s.heap.peekDue() <= now) {
+        const e = s.heap.pop()!;
+        if (s.cancelled.has(e.position)) continue;
+        s.inflight++;
+        batch.push({ ...e, slab });
+      }
+    }
+    return batch;
+  }
+
+  private async deliver(batch: Taken[]): Promise<void> {
+    let inputs: MessageInput[];
+    try {
+      await this.index.mark(ScheduleKind.DISPATCHING, batch, true);
+      const records = await Promise.all(
+        batch.map((e) => this.store.getMessage(e.position).catch(() => null)),
+      );
+      inputs = [];
+      for (let i = 0; i < batch.length; i++) {
+        const m = records[i];
+        if (!m || m.topic !== TIMER_TOPIC) {
+          this.logger.error(
+            { position: batch[i]!.position, due: batch[i]!.due },
+            'a scheduled message is no longer in the log (removed by retention before its time): not delivered',
+          );
+          continue;
+        }
+        const topic = this.topics.get(realTopicOf(m));
+        if (!topic) {
+          this.logger.warn(
+            { topic: realTopicOf(m), messageId: m.messageId },
+            'scheduled message dropped: its topic no longer exists',
+          );
+          continue;
+        }
+        inputs.push(deliveryRecord(m, realQueueOf(m, topic.writeQueueNums)));
+      }
+      if (inputs.length > 0) await this.store.append(inputs);
+    } catch (err) {
+      for (const e of batch) {
+        e.slab.loaded!.inflight--;
+        e.slab.loaded!.heap.push(e.due, e.position, e.label);
+      }
+      throw err;
+    }
+    this.delivered += inputs.length;
+    try {
+      await this.index.mark(ScheduleKind.DONE, batch, false);
+    } catch (err) {
+      // Delivered all the same; a restart will find the DISPATCHING marks and ask the log.
+      this.logger.warn({ err }, 'could not mark deliveries done');
+    }
+    const touched = new Set<Slab>();
+    for (const e of batch) {
+      e.slab.loaded!.inflight--;
+      this.untrack(e.slab, e.label);
+      touched.add(e.slab);
+    }
+    for (const slab of touched) await this.retireIfDone(slab);
+  }
+
+  /** Whether the waiting record `m` was delivered (its copy is in the real topic). */
+  private async wasDelivered(m: StoredMessage): Promise<boolean> {
+    const copies = await this.store.findById(m.messageId, { topic: realTopicOf(m), limit: 64 });
+    const pos = String(m.logPosition);
+    return copies.some((c) => c.properties[SCHEDULE_POSITION] === pos);
+  }
+
+  /** Delete a slab that is over, fully delivered and covered by the checkpoint. */
+  private async retireIfDone(slab: Slab): Promise<void> {
+    const s = slab.loaded;
+    if (!s || s.heap.size > 0 || s.inflight > 0) return;
+    if (slab.start + this.index.slabMs > this.clock.now()) return;
+    // Until the checkpoint covers every entry, a crash would re-index some of them.
+    if (slab.maxPosition >= this.checkpointed.position) return;
+    if (this.slabs.get(slab.start) !== slab) return;
+    this.slabs.delete(slab.start);
+    this.loaded.delete(slab);
+    this.order.splice(this.order.indexOf(slab.start), 1);
+    await this.index.delete(slab.start);
+  }
+
+  /** Arm the one timer for the next thing to do. */
+  private arm(at?: number): void {
+    if (this.closed) return;
+    let next = at ?? Infinity;
+    const lookahead = this.index.slabMs;
+    const mayLoad = this.loadedEntries() <= MAX_LOADED;
+    let sawUnloaded = false;
+    for (const start of this.order) {
+      // A slab's entries are due at or after its start (and it is loaded a span earlier).
+      if (start - lookahead > next) break;
+      const slab = this.slabs.get(start)!;
+      if (slab.state === 'loaded') next = Math.min(next, slab.loaded!.heap.peekDue());
+      else if (!sawUnloaded) {
+        sawUnloaded = true;
+        if (mayLoad) next = Math.min(next, start - lookahead);
+      }
+    }
+    this.cancelArm?.();
+    this.cancelArm = undefined;
+    this.armedAt = next;
+    if (next === Infinity) return;
+    const delay = Math.min(MAX_TIMEOUT, Math.max(0, next - this.clock.now()));
+    this.cancelArm = this.timers.timeout(() => {
+      this.cancelArm = undefined;
+      this.armedAt = Infinity;
+      this.wake();
+    }, delay);
+  }
+
+  // ---- bookkeeping -------------------------------------------------------------------------------------
+
+  private slabFor(start: number): Slab {
+    let slab = this.slabs.get(start);
+    if (!slab) {
+      slab = { start, counts: new Map(), maxPosition: 0, state: 'unloaded' };
+      this.slabs.set(start, slab);
+      // Binary insertion keeps `order` sorted.
+      let lo = 0;
+      let hi = this.order.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (this.order[mid]! < start) lo = mid + 1;
+        else hi = mid;
+      }
+      this.order.splice(lo, 0, start);
+    }
+    return slab;
+  }
+
+  private track(e: ScheduleEntry): void {
+    const slab = this.slabFor(this.index.slabOf(e.due));
+    slab.counts.set(e.label, (slab.counts.get(e.label) ?? 0) + 1);
+    this.totals.set(e.label, (this.totals.get(e.label) ?? 0) + 1);
+    if (e.position > slab.maxPosition) slab.maxPosition = e.position;
+    if (slab.state === 'loaded') slab.loaded!.heap.push(e.due, e.position, e.label);
+    else if (slab.state === 'loading') slab.lateAdds!.push(e);
+  }
+
+  private untrack(slab: Slab, label: number): void {
+    const c = (slab.counts.get(label) ?? 0) - 1;
+    if (c > 0) slab.counts.set(label, c);
+    else slab.counts.delete(label);
+    const t = (this.totals.get(label) ?? 0) - 1;
+    if (t > 0) this.totals.set(label, t);
+    else this.totals.delete(label);
+  }
+
+  // ---- recovery and checkpoints ------------------------------------------------------------------------
+
+  private async recover(): Promise<void> {
+    const t0 = performance.now();
+    const ckpt = (await this.index.readCheckpoint<Checkpoint>()) ?? { offset: 0, position: 0 };
+    this.indexed = { ...ckpt };
+    // Index what the log has beyond the checkpoint (an entry indexed twice counts once).
+    let reindexed = 0;
+    let offset = ckpt.offset;
+    for (;;) {
+      const r = await this.store.read(TIMER_TOPIC, 0, offset, { maxCount: 1024, maxBytes: 64 << 20 });
+      if (r.status === 'OFFSET_TOO_SMALL') {
+        offset = r.nextOffset;
+        continue;
+      }
+      if (r.messages.length === 0) break;
+      const entries: ScheduleEntry[] = [];
+      for (const m of r.messages) {
+        const label = await this.index.ensureLabel(realTopicOf(m));
+        entries.push({ due: m.deliveryTimestamp, position: m.logPosition, label });
+        this.indexed = { offset: m.queueOffset + 1, position: m.logPosition + m.size };
+      }
+      this.index.add(entries);
+      reindexed += entries.length;
+      offset = r.nextOffset;
+    }
+    await this.index.sync();
+    await this.index.writeCheckpoint(this.indexed);
+    this.checkpointed = { ...this.indexed };
+    for (const s of await this.index.summarize()) {
+      const slab = this.slabFor(s.start);
+      slab.maxPosition = s.maxPosition;
+      for (const [label, n] of s.counts) {
+        slab.counts.set(label, n);
+        this.totals.set(label, (this.totals.get(label) ?? 0) + n);
+      }
+    }
+    this.recovery = {
+      scheduled: this.size,
+      slabs: this.slabs.size,
+      reindexed,
+      durationMs: Math.round(performance.now() - t0),
+    };
+    this.logger.info({ timer: this.recovery }, 'timer opened');
+  }
+
+  /** Sync the index and record how far it is complete; then retire slabs that waited for it. */
+  checkpoint(): Promise<void> {
+    if (this.checkpointing) return this.checkpointing;
+    this.checkpointing = (async () => {
+      try {
+        const target = { ...this.indexed };
+        if (target.offset !== this.checkpointed.offset) {
+          await this.index.sync();
+          await this.index.writeCheckpoint(target);
+          this.checkpointed = target;
+        }
+        for (const slab of [...this.loaded]) await this.retireIfDone(slab);
+      } catch (err) {
+        if (!this.closed) this.logger.error({ err }, 'timer checkpoint failed');
+      } finally {
+        this.checkpointing = null;
+      }
+    })();
+    return this.checkpointing;
+  }
+
+  /** Stop delivering, finish the delivery under way, write the index and its checkpoint. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.timers.clear();
+    await this.running;
+    await this.checkpointing;
+    const target = { ...this.indexed };
+    await this.index.sync();
+    await this.index.writeCheckpoint(target);
+    await this.index.close();
+  }
+}

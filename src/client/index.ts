@@ -32,6 +32,8 @@ export type {
   DeadLetterPage,
   ResetTarget,
   ResetOffsetResult,
+  TimerStatus,
+  TransactionStatus,
 } from './admin.js';
 export { PullConsumer } from './pull-consumer.js';
 export type { PullConsumerOptions, QueueRef, StartPosition } from './pull-consumer.js';

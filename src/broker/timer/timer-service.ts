@@ -32,6 +32,7 @@ import {
 import { SerialExecutor } from '../../store/serial-executor.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { ScheduleHeap, type HeapEntry } from './schedule-heap.js';
+import { Stage } from './stage.js';
 import {
   REAL_TOPIC,
   SCHEDULE_POSITION,
@@ -44,16 +45,18 @@ import {
   scheduleRecord,
 } from './schedule-records.js';
 
-/** Most entries delivered in one batch (one append, one fsync). */
+/** Most entries prepared in one batch. */
 const MAX_BATCH = 1024;
+/** How long before their time entries are prepared for delivery. */
+const PREPARE_AHEAD_MS = 100;
+/** Most entries prepared and waiting for their time. */
+const MAX_READY = 8192;
 /** Loaded entries beyond which no further slab is loaded until some are delivered. */
 const MAX_LOADED = 1_000_000;
 /** How often the index is synced and its checkpoint written. */
 const CHECKPOINT_MS = 1000;
 /** After a failed delivery, the wait before trying again. */
 const RETRY_MS = 1000;
-/** setTimeout's longest delay. */
-const MAX_TIMEOUT = 2 ** 31 - 1;
 
 interface Checkpoint {
   /** Timer-topic offset up to which every record is in the index. */
@@ -83,6 +86,22 @@ interface Slab {
 
 interface Taken extends HeapEntry {
   slab: Slab;
+}
+
+interface Ready extends Taken {
+  /** The copy to append, or null when there is nothing to deliver. */
+  input: MessageInput | null;
+}
+
+/** Two lists sorted by due time, merged. */
+function mergeByDue<T extends { due: number }>(a: T[], b: T[]): T[] {
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(a[i]!.due <= b[j]!.due ? a[i++]! : b[j++]!);
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
 }
 
 export interface TimerOptions {
@@ -122,10 +141,10 @@ export class TimerService {
   private readonly loaded = new Set<Slab>();
   private readonly slabOps = new SerialExecutor();
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the timer is closing'));
-  private cancelArm: (() => void) | undefined;
-  private armedAt = Infinity;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly preparer: Stage;
+  private readonly deliverer: Stage;
+  /** Entries prepared for delivery (marked DISPATCHING, copy built), by due time. */
+  private ready: Ready[] = [];
   private closed = false;
   private indexed: Checkpoint = { offset: 0, position: 0 };
   private checkpointed: Checkpoint = { offset: 0, position: 0 };
@@ -141,7 +160,28 @@ export class TimerService {
     private readonly settings: TimerSettings,
     private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    const stage = (step: () => Promise<boolean>, nextAt: () => number, what: string) =>
+      new Stage({
+        timers: this.timers,
+        now: () => this.clock.now(),
+        step,
+        nextAt,
+        retryMs: RETRY_MS,
+        onError: (err, ms) =>
+          this.logger.error({ err }, `${what} delay messages failed; trying again in ${ms} ms`),
+      });
+    this.preparer = stage(
+      () => this.prepareStep(),
+      () => this.nextPrepareAt(),
+      'preparing',
+    );
+    this.deliverer = stage(
+      () => this.deliverStep(),
+      () => this.ready[0]?.due ?? Infinity,
+      'delivering',
+    );
+  }
 
   static async open(
     store: MessageStore,
@@ -204,7 +244,7 @@ export class TimerService {
       handles.push(encodeRecallHandle({ due, position: result.logPosition, messageId: input.messageId }));
     }
     this.index.add(entries);
-    if (earliest < this.armedAt) this.wake();
+    this.preparer.wakeBy(earliest - PREPARE_AHEAD_MS);
     return handles;
   }
 
@@ -244,7 +284,13 @@ export class TimerService {
     if (slab.state === 'loaded') {
       const s = slab.loaded!;
       if (s.cancelled.has(position)) return m.messageId;
-      if (!s.heap.has(position)) throw new VelaError('RECALL_TOO_LATE', `message ${m.messageId}`);
+      if (!s.heap.has(position)) {
+        // Prepared but not yet due: it can still be taken back.
+        const i = this.ready.findIndex((r) => r.position === position);
+        if (i < 0) throw new VelaError('RECALL_TOO_LATE', `message ${m.messageId}`);
+        this.ready.splice(i, 1);
+        s.inflight--;
+      }
       s.cancelled.add(position);
       this.untrack(slab, label);
       await this.index.mark(ScheduleKind.CANCELLED, [entry], true);
@@ -318,41 +364,111 @@ export class TimerService {
   }
 
   // ---- delivery ----------------------------------------------------------------------------------------
+  //
+  // Two stages, so that the fsync of the DISPATCHING marks is not on the critical path: `prepare`
+  // takes entries due within PREPARE_AHEAD_MS, marks them (synced) and reads their records; `deliver`
+  // appends each prepared copy when its time comes (one append, one fsync, per batch).
 
   /** Look for due entries now (also after the clock was moved by hand in tests). */
   wake(): void {
-    if (this.closed) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.loop().finally(() => {
-      this.running = null;
-      if (this.again) this.wake();
-    });
+    this.preparer.wake();
+    this.deliverer.wake();
   }
 
-  private async loop(): Promise<void> {
-    let retryAt: number | undefined;
+  private async prepareStep(): Promise<boolean> {
+    await this.loadDue();
+    if (this.ready.length >= MAX_READY) return false;
+    const batch = this.takeDue(this.clock.now() + PREPARE_AHEAD_MS, MAX_BATCH);
+    if (batch.length === 0) return false;
+    let records: (StoredMessage | null)[];
     try {
-      for (;;) {
-        if (this.closed) return;
-        this.again = false;
-        await this.loadDue();
-        const batch = this.takeDue();
-        if (batch.length > 0) {
-          await this.deliver(batch);
-          continue;
-        }
-        if (!this.again || this.closed) break;
-      }
+      await this.index.mark(ScheduleKind.DISPATCHING, batch, true);
+      records = await Promise.all(batch.map((e) => this.store.getMessage(e.position).catch(() => null)));
     } catch (err) {
-      if (this.closed) return;
-      this.logger.error({ err }, `delivering delay messages failed; trying again in ${RETRY_MS} ms`);
-      retryAt = this.clock.now() + RETRY_MS;
+      for (const e of batch) this.giveBack(e);
+      throw err;
     }
-    this.again = false;
-    this.arm(retryAt);
+    const prepared: Ready[] = batch.map((e, i) => ({ ...e, input: this.copyOf(e, records[i] ?? null) }));
+    this.ready = this.ready.length === 0 ? prepared : mergeByDue(this.ready, prepared);
+    this.deliverer.wakeBy(this.ready[0]!.due);
+    return true;
+  }
+
+  private async deliverStep(): Promise<boolean> {
+    const now = this.clock.now();
+    let n = 0;
+    while (n < this.ready.length && this.ready[n]!.due <= now) n++;
+    if (n === 0) return false;
+    const batch = this.ready.splice(0, n);
+    const inputs = batch.map((r) => r.input).filter((i): i is MessageInput => i !== null);
+    try {
+      if (inputs.length > 0) await this.store.append(inputs);
+    } catch (err) {
+      this.ready = mergeByDue(batch, this.ready);
+      throw err;
+    }
+    this.delivered += inputs.length;
+    try {
+      await this.index.mark(ScheduleKind.DONE, batch, false);
+    } catch (err) {
+      // Delivered all the same; a restart will find the DISPATCHING marks and ask the log.
+      this.logger.warn({ err }, 'could not mark deliveries done');
+    }
+    const touched = new Set<Slab>();
+    for (const e of batch) {
+      e.slab.loaded!.inflight--;
+      this.untrack(e.slab, e.label);
+      touched.add(e.slab);
+    }
+    for (const slab of touched) await this.retireIfDone(slab);
+    this.preparer.wake(); // room in `ready`
+    return true;
+  }
+
+  /** The copy to append for a waiting record, or null when there is nothing to deliver (logged). */
+  private copyOf(e: HeapEntry, m: StoredMessage | null): MessageInput | null {
+    if (!m || m.topic !== TIMER_TOPIC) {
+      this.logger.error(
+        { position: e.position, due: e.due },
+        'a scheduled message is no longer in the log (removed by retention before its time): not delivered',
+      );
+      return null;
+    }
+    const topic = this.topics.get(realTopicOf(m));
+    if (!topic) {
+      this.logger.warn(
+        { topic: realTopicOf(m), messageId: m.messageId },
+        'scheduled message dropped: its topic no longer exists',
+      );
+      return null;
+    }
+    return deliveryRecord(m, realQueueOf(m, topic.writeQueueNums));
+  }
+
+  /** Put an entry taken for delivery back (its delivery failed before anything was stored). */
+  private giveBack(e: Taken): void {
+    e.slab.loaded!.inflight--;
+    e.slab.loaded!.heap.push(e.due, e.position, e.label);
+  }
+
+  /** When `prepare` will next have work. */
+  private nextPrepareAt(): number {
+    if (this.ready.length >= MAX_READY) return Infinity; // `deliver` wakes it
+    let next = Infinity;
+    const lookahead = this.index.slabMs;
+    const mayLoad = this.loadedEntries() <= MAX_LOADED;
+    let sawUnloaded = false;
+    for (const start of this.order) {
+      // A slab's entries are due at or after its start (and it is loaded a span earlier).
+      if (start - lookahead > next) break;
+      const slab = this.slabs.get(start)!;
+      if (slab.state === 'loaded') next = Math.min(next, slab.loaded!.heap.peekDue() - PREPARE_AHEAD_MS);
+      else if (!sawUnloaded) {
+        sawUnloaded = true;
+        if (mayLoad) next = Math.min(next, start - lookahead);
+      }
+    }
+    return next;
   }
 
   /** Load every slab that starts within a slab's span from now (as memory allows). */
@@ -375,7 +491,8 @@ export class TimerService {
     }
   }
 
-  private loadedEntries(): number {
+  /** Entries held in memory (the loaded slabs): bounded, whatever the number scheduled. */
+  loadedEntries(): number {
     let n = 0;
     for (const s of this.loaded) n += s.loaded!.heap.size;
     return n;
@@ -388,7 +505,7 @@ export class TimerService {
     try {
       const st = await this.index.load(slab.start);
       const heap = ScheduleHeap.from(st.pending);
-      // Deliveries a crash interrupted: the log says whether each completed.
+      // Deliveries a crash (or a close) interrupted: the log says whether each completed.
       const done: ScheduleEntry[] = [];
       for (let i = 0; i < st.uncertain.length; i++) {
         const e = {
@@ -426,16 +543,15 @@ export class TimerService {
     }
   }
 
-  /** Take the entries due now, earliest first. */
-  private takeDue(): Taken[] {
-    const now = this.clock.now();
+  /** Take up to `max` entries due by `until`, earliest first. */
+  private takeDue(until: number, max: number): Taken[] {
     const batch: Taken[] = [];
     for (const start of this.order) {
-      if (start > now || batch.length >= MAX_BATCH) break;
+      if (start > until || batch.length >= max) break;
       const slab = this.slabs.get(start)!;
       const s = slab.loaded;
       if (!s) continue;
-      while (batch.length < MAX_BATCH && s.heap.peekDue() <= now) {
+      while (batch.length < max && s.heap.peekDue() <= until) {
         const e = s.heap.pop()!;
         if (s.cancelled.has(e.position)) continue;
         s.inflight++;
@@ -443,57 +559,6 @@ export class TimerService {
       }
     }
     return batch;
-  }
-
-  private async deliver(batch: Taken[]): Promise<void> {
-    let inputs: MessageInput[];
-    try {
-      await this.index.mark(ScheduleKind.DISPATCHING, batch, true);
-      const records = await Promise.all(
-        batch.map((e) => this.store.getMessage(e.position).catch(() => null)),
-      );
-      inputs = [];
-      for (let i = 0; i < batch.length; i++) {
-        const m = records[i];
-        if (!m || m.topic !== TIMER_TOPIC) {
-          this.logger.error(
-            { position: batch[i]!.position, due: batch[i]!.due },
-            'a scheduled message is no longer in the log (removed by retention before its time): not delivered',
-          );
-          continue;
-        }
-        const topic = this.topics.get(realTopicOf(m));
-        if (!topic) {
-          this.logger.warn(
-            { topic: realTopicOf(m), messageId: m.messageId },
-            'scheduled message dropped: its topic no longer exists',
-          );
-          continue;
-        }
-        inputs.push(deliveryRecord(m, realQueueOf(m, topic.writeQueueNums)));
-      }
-      if (inputs.length > 0) await this.store.append(inputs);
-    } catch (err) {
-      for (const e of batch) {
-        e.slab.loaded!.inflight--;
-        e.slab.loaded!.heap.push(e.due, e.position, e.label);
-      }
-      throw err;
-    }
-    this.delivered += inputs.length;
-    try {
-      await this.index.mark(ScheduleKind.DONE, batch, false);
-    } catch (err) {
-      // Delivered all the same; a restart will find the DISPATCHING marks and ask the log.
-      this.logger.warn({ err }, 'could not mark deliveries done');
-    }
-    const touched = new Set<Slab>();
-    for (const e of batch) {
-      e.slab.loaded!.inflight--;
-      this.untrack(e.slab, e.label);
-      touched.add(e.slab);
-    }
-    for (const slab of touched) await this.retireIfDone(slab);
   }
 
   /** Whether the waiting record `m` was delivered (its copy is in the real topic). */
@@ -515,35 +580,6 @@ export class TimerService {
     this.loaded.delete(slab);
     this.order.splice(this.order.indexOf(slab.start), 1);
     await this.index.delete(slab.start);
-  }
-
-  /** Arm the one timer for the next thing to do. */
-  private arm(at?: number): void {
-    if (this.closed) return;
-    let next = at ?? Infinity;
-    const lookahead = this.index.slabMs;
-    const mayLoad = this.loadedEntries() <= MAX_LOADED;
-    let sawUnloaded = false;
-    for (const start of this.order) {
-      // A slab's entries are due at or after its start (and it is loaded a span earlier).
-      if (start - lookahead > next) break;
-      const slab = this.slabs.get(start)!;
-      if (slab.state === 'loaded') next = Math.min(next, slab.loaded!.heap.peekDue());
-      else if (!sawUnloaded) {
-        sawUnloaded = true;
-        if (mayLoad) next = Math.min(next, start - lookahead);
-      }
-    }
-    this.cancelArm?.();
-    this.cancelArm = undefined;
-    this.armedAt = next;
-    if (next === Infinity) return;
-    const delay = Math.min(MAX_TIMEOUT, Math.max(0, next - this.clock.now()));
-    this.cancelArm = this.timers.timeout(() => {
-      this.cancelArm = undefined;
-      this.armedAt = Infinity;
-      this.wake();
-    }, delay);
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------------------
@@ -655,8 +691,8 @@ export class TimerService {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.all([this.preparer.stop(), this.deliverer.stop()]);
     this.timers.clear();
-    await this.running;
     await this.checkpointing;
     const target = { ...this.indexed };
     await this.index.sync();

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { VelaClientError } from '../../src/index.js';
 import {
   ConsumeResult,
   Admin,
@@ -14,7 +15,6 @@ import {
   PullConsumer,
   PushConsumer,
   SimpleConsumer,
-  VelaClientError,
   type MessageView,
 } from '../../src/index.js';
 import { storeOf } from '../../src/internal.js';

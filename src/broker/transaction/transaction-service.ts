@@ -350,6 +350,16 @@ export class TransactionService implements StateParticipant {
     return [...by.values()].sort((a, b) => a.topic.localeCompare(b.topic));
   }
 
+  /** An open transaction, by id: its message, when it was stored, how often it was checked. */
+  find(
+    transactionId: string,
+  ): { topic: string; messageId: string; storedAt: number; checks: number } | undefined {
+    const id = decodeTransactionId(transactionId);
+    const tx = id ? this.open.get(id.offset) : undefined;
+    if (!tx || tx.position !== id!.position) return undefined;
+    return { topic: tx.topic, messageId: tx.messageId, storedAt: tx.storedAt, checks: tx.checks };
+  }
+
   get openCount(): number {
     return this.open.size;
   }

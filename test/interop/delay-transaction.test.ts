@@ -48,8 +48,16 @@ describe('interop: delay, recall and transactions', () => {
     const consumer = await simpleConsumer(b, group, topic, { awaitDuration: 500 });
     try {
       const due = now() + 1500;
-      const kept = await producer.send({ topic, body: Buffer.from('kept'), deliveryTimestamp: new Date(due) });
-      const gone = await producer.send({ topic, body: Buffer.from('gone'), deliveryTimestamp: new Date(due) });
+      const kept = await producer.send({
+        topic,
+        body: Buffer.from('kept'),
+        deliveryTimestamp: new Date(due),
+      });
+      const gone = await producer.send({
+        topic,
+        body: Buffer.from('gone'),
+        deliveryTimestamp: new Date(due),
+      });
       assert.ok(kept.recallHandle, 'a recall handle in the receipt');
       const recalled = await producer.recallMessage(topic, gone.recallHandle);
       assert.equal(recalled.messageId, gone.messageId);

@@ -182,6 +182,9 @@ export class ScheduleIndex {
   /** Slabs written since the last `sync()`. */
   private readonly dirty = new Set<number>();
   private dirDirty = false;
+  /** Per slab, the sequence number of the last entry added (see `generation`). */
+  private readonly lastAdd = new Map<number, number>();
+  private addSeq = 0;
   private readonly labels: string[] = [];
   private readonly labelIds = new Map<string, number>();
   private closed = false;
@@ -268,11 +271,20 @@ export class ScheduleIndex {
     });
   }
 
+  /**
+   * Changes whenever an entry is added to the slab: `delete(start, generation)` deletes nothing if
+   * an entry arrived after the generation was read.
+   */
+  generation(start: number): number {
+    return this.lastAdd.get(start) ?? 0;
+  }
+
   /** Buffer new SCHEDULED entries (written by the next `flush`, `mark`, `load` or `sync`). */
   add(entries: readonly ScheduleEntry[]): void {
     if (this.closed) throw new VelaError('STORE_CLOSED');
     for (const e of entries) {
       const start = this.slabOf(e.due);
+      this.lastAdd.set(start, ++this.addSeq);
       const buf = Buffer.allocUnsafe(ENTRY_SIZE);
       encodeEntry(buf, 0, ScheduleKind.SCHEDULED, e);
       let list = this.buffered.get(start);
@@ -371,11 +383,16 @@ export class ScheduleIndex {
     });
   }
 
-  /** Remove a slab whose every entry is done or cancelled. */
-  delete(start: number): Promise<void> {
+  /**
+   * Remove a slab whose every entry is done or cancelled, unless entries were added to it after
+   * `generation` (the caller's view of it) was read. Resolves whether it was removed.
+   */
+  delete(start: number, generation = this.generation(start)): Promise<boolean> {
     return this.serial.run(async () => {
-      if (this.buffered.has(start)) return; // entries arrived meanwhile: keep it
+      if (this.generation(start) !== generation) return false; // entries arrived meanwhile: keep it
       this.known.delete(start);
+      this.lastAdd.delete(start);
+      this.buffered.delete(start);
       this.dirty.delete(start);
       try {
         await unlink(this.slabPath(start));
@@ -383,6 +400,7 @@ export class ScheduleIndex {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
       this.dirDirty = true;
+      return true;
     });
   }
 

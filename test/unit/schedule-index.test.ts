@@ -128,11 +128,13 @@ test('delete removes a slab, unless entries arrived for it meanwhile', async () 
     const l = await ix.ensureLabel('T');
     ix.add([{ due: 3_000, position: 1, label: l }]);
     await ix.sync();
+    const seen = ix.generation(3_000);
     ix.add([{ due: 3_500, position: 2, label: l }]);
-    await ix.delete(3_000);
-    assert.ok(ix.has(3_000), 'buffered entries keep the slab');
+    await ix.sync(); // written out before the delete runs: still kept
+    assert.equal(await ix.delete(3_000, seen), false);
+    assert.ok(ix.has(3_000), 'entries added after the caller looked keep the slab');
     assert.deepEqual(positions((await ix.load(3_000)).pending), [1, 2]);
-    await ix.delete(3_000);
+    assert.equal(await ix.delete(3_000), true);
     assert.equal(ix.has(3_000), false);
     assert.deepEqual(readdirSync(join(dir.path, 'slabs')), []);
     assert.equal((await ix.load(3_000)).pending.length, 0);

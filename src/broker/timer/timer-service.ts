@@ -576,10 +576,12 @@ export class TimerService {
     // Until the checkpoint covers every entry, a crash would re-index some of them.
     if (slab.maxPosition >= this.checkpointed.position) return;
     if (this.slabs.get(slab.start) !== slab) return;
+    // An entry scheduled from now on for this slab's time makes a new slab; the file stays for it.
+    const generation = this.index.generation(slab.start);
     this.slabs.delete(slab.start);
     this.loaded.delete(slab);
     this.order.splice(this.order.indexOf(slab.start), 1);
-    await this.index.delete(slab.start);
+    await this.index.delete(slab.start, generation);
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------------------

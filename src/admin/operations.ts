@@ -325,6 +325,11 @@ export class AdminOperations {
       clients: this.broker.sessions.list().length,
       scheduledMessages: this.broker.timer.size,
       openTransactions: this.broker.transactions.openCount,
+      timer: {
+        delivered: this.broker.timer.delivered,
+        loadedEntries: this.broker.timer.loadedEntries(),
+        recovery: this.broker.timer.recovery,
+      },
       deadLettered: Object.fromEntries(this.broker.consume.deadLettered),
       store: s,
       process: {

@@ -21,9 +21,8 @@
  * (the owner can rebuild them from the log); marks that must survive a power cut are synced before
  * the call returns.
  */
-import { mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { crc32 } from 'node:zlib';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { VelaError } from '../common/errors.js';
 import { readFileIfExists, writeFileAtomic } from './atomic-file.js';
@@ -40,8 +39,14 @@ export type ScheduleKind = (typeof ScheduleKind)[keyof typeof ScheduleKind];
 export const ENTRY_SIZE = 24;
 const MAGIC = 0x56;
 const META_VERSION = 1;
-/** Slab span of a new index. */
-export const DEFAULT_SLAB_MS = 10_000;
+/**
+ * Slab span of a new index: a minute of due times per file, so an hour's schedule is 60 files (each
+ * checkpoint syncs the files written since the last), and the one or two slabs in memory hold a
+ * minute or two of deliveries.
+ */
+export const DEFAULT_SLAB_MS = 60_000;
+/** Entries parsed between two yields to the event loop. */
+const PARSE_SLICE = 32_768;
 
 export interface ScheduleEntry {
   due: number;
@@ -81,9 +86,20 @@ export interface ScheduleIndexOptions {
   dir: string;
   /** Whether marks asked to be durable are fsynced (false under an `async` flush policy). */
   sync: boolean;
-  /** Span of one slab for a new directory (an existing one keeps its own). @defaultValue 10000 */
+  /** Span of one slab for a new directory (an existing one keeps its own). @defaultValue 60000 */
   slabMs?: number;
   logger?: Logger;
+}
+
+/** Slab files kept open at most. */
+const MAX_OPEN_SLABS = 64;
+/** Slab files written or synced at once. */
+const PARALLEL_IO = 8;
+
+interface SlabHandle {
+  fh: FileHandle;
+  /** Bytes in the file (where the next entry goes). */
+  size: number;
 }
 
 const SCHEDULED_BIT = 1;
@@ -97,13 +113,20 @@ const FLAG_OF: Record<number, number> = {
   [ScheduleKind.DONE]: DONE_BIT,
 };
 
+/** FNV-1a over bytes [off + 4, off + 24) of an entry, low 16 bits: cheap to check at load. */
+function entryCheck(buf: Buffer, off: number): number {
+  let h = 0x811c9dc5;
+  for (let i = off + 4; i < off + ENTRY_SIZE; i++) h = Math.imul(h ^ buf[i]!, 0x01000193);
+  return (h ^ (h >>> 16)) & 0xffff;
+}
+
 export function encodeEntry(buf: Buffer, off: number, kind: ScheduleKind, e: ScheduleEntry): void {
   buf[off] = kind;
   buf[off + 1] = MAGIC;
   buf.writeUInt32LE(e.label >>> 0, off + 4);
   buf.writeDoubleLE(e.due, off + 8);
   buf.writeDoubleLE(e.position, off + 16);
-  buf.writeUInt16LE(crc32(buf.subarray(off + 4, off + ENTRY_SIZE)) & 0xffff, off + 2);
+  buf.writeUInt16LE(entryCheck(buf, off), off + 2);
 }
 
 function emptyArrays(capacity: number): EntryArrays {
@@ -122,53 +145,54 @@ function pushEntry(a: EntryArrays, due: number, position: number, label: number)
   a.length++;
 }
 
-/**
- * Fold a slab file's entries into states. Returns the scheduled entries (in file order, each once)
- * with their flags; a torn or damaged entry is skipped.
- */
-function parseSlab(buf: Buffer): {
-  due: number[];
-  position: number[];
-  label: number[];
-  flags: number[];
+interface ParsedSlab {
+  /** The scheduled entries, each once, in file order. */
+  scheduled: EntryArrays;
+  /** Flags of the marks, by position. */
+  marks: Map<number, number>;
   damaged: number;
-} {
+}
+
+/**
+ * Read a slab file: its scheduled entries (each once) and its marks, by position; a torn or damaged
+ * entry is skipped. Entries are appended in log order, so positions normally only grow: duplicates
+ * (an entry indexed again after a crash) are looked for only when one does not.
+ */
+async function parseSlab(buf: Buffer): Promise<ParsedSlab> {
   const n = Math.floor(buf.length / ENTRY_SIZE);
-  const at = new Map<number, number>(); // position → index in the arrays
-  const due: number[] = [];
-  const position: number[] = [];
-  const label: number[] = [];
-  const flags: number[] = [];
+  const scheduled = emptyArrays(n);
+  const marks = new Map<number, number>();
   let damaged = 0;
+  let maxPos = -1;
+  let ordered = true;
   for (let i = 0; i < n; i++) {
+    // A big slab is read in slices, so that deliveries due meanwhile are not held up.
+    if ((i & (PARSE_SLICE - 1)) === PARSE_SLICE - 1) await new Promise<void>((r) => setImmediate(r));
     const off = i * ENTRY_SIZE;
-    const kind = buf[off]!;
-    const flag = FLAG_OF[kind];
-    if (
-      flag === undefined ||
-      buf[off + 1] !== MAGIC ||
-      (crc32(buf.subarray(off + 4, off + ENTRY_SIZE)) & 0xffff) !== buf.readUInt16LE(off + 2)
-    ) {
+    const flag = FLAG_OF[buf[off]!];
+    if (flag === undefined || buf[off + 1] !== MAGIC || entryCheck(buf, off) !== buf.readUInt16LE(off + 2)) {
       damaged++;
       continue;
     }
     const pos = buf.readDoubleLE(off + 16);
-    let j = at.get(pos);
-    if (j === undefined) {
-      j = due.length;
-      at.set(pos, j);
-      due.push(0);
-      position.push(pos);
-      label.push(0);
-      flags.push(0);
-    }
-    if (flag === SCHEDULED_BIT && (flags[j]! & SCHEDULED_BIT) === 0) {
-      due[j] = buf.readDoubleLE(off + 8);
-      label[j] = buf.readUInt32LE(off + 4);
-    }
-    flags[j] = flags[j]! | flag;
+    if (flag === SCHEDULED_BIT) {
+      if (pos <= maxPos) ordered = false;
+      else maxPos = pos;
+      pushEntry(scheduled, buf.readDoubleLE(off + 8), pos, buf.readUInt32LE(off + 4));
+    } else marks.set(pos, (marks.get(pos) ?? 0) | flag);
   }
-  return { due, position, label, flags, damaged };
+  if (!ordered) {
+    const seen = new Set<number>();
+    const unique = emptyArrays(scheduled.length);
+    for (let i = 0; i < scheduled.length; i++) {
+      const pos = scheduled.position[i]!;
+      if (seen.has(pos)) continue;
+      seen.add(pos);
+      pushEntry(unique, scheduled.due[i]!, pos, scheduled.label[i]!);
+    }
+    return { scheduled: unique, marks, damaged };
+  }
+  return { scheduled, marks, damaged };
 }
 
 const isTerminal = (f: number) => (f & (CANCELLED_BIT | DONE_BIT)) !== 0;
@@ -185,6 +209,8 @@ export class ScheduleIndex {
   /** Per slab, the sequence number of the last entry added (see `generation`). */
   private readonly lastAdd = new Map<number, number>();
   private addSeq = 0;
+  /** Open slab files, least recently used first. */
+  private readonly handles = new Map<number, SlabHandle>();
   private readonly labels: string[] = [];
   private readonly labelIds = new Map<string, number>();
   private closed = false;
@@ -336,27 +362,30 @@ export class ScheduleIndex {
     return this.serial.run(async () => {
       await this.flushSlab(start);
       const buf = await this.readSlab(start);
-      const p = parseSlab(buf);
+      const p = await parseSlab(buf);
       if (p.damaged > 0)
         this.logger.warn({ slab: start, damaged: p.damaged }, 'damaged schedule entries skipped');
-      let nPending = 0;
-      let nUncertain = 0;
-      for (const f of p.flags) {
-        if ((f & SCHEDULED_BIT) === 0 || isTerminal(f)) continue;
-        if (f & DISPATCHING_BIT) nUncertain++;
-        else nPending++;
-      }
-      const pending = emptyArrays(nPending);
-      const uncertain = emptyArrays(nUncertain);
+      const { scheduled, marks } = p;
       const cancelled = new Set<number>();
       let maxPosition = 0;
-      for (let i = 0; i < p.flags.length; i++) {
-        const f = p.flags[i]!;
-        const pos = p.position[i]!;
-        if (pos > maxPosition) maxPosition = pos;
+      for (const [pos, f] of marks) {
         if (f & CANCELLED_BIT) cancelled.add(pos);
-        if ((f & SCHEDULED_BIT) === 0 || isTerminal(f)) continue;
-        pushEntry(f & DISPATCHING_BIT ? uncertain : pending, p.due[i]!, pos, p.label[i]!);
+        if (pos > maxPosition) maxPosition = pos;
+      }
+      let pending: EntryArrays = scheduled;
+      let uncertain = emptyArrays(0);
+      for (let i = 0; i < scheduled.length; i++) {
+        if (scheduled.position[i]! > maxPosition) maxPosition = scheduled.position[i]!;
+      }
+      if (marks.size > 0) {
+        pending = emptyArrays(scheduled.length);
+        uncertain = emptyArrays(Math.min(scheduled.length, marks.size));
+        for (let i = 0; i < scheduled.length; i++) {
+          const pos = scheduled.position[i]!;
+          const f = marks.get(pos) ?? 0;
+          if (isTerminal(f)) continue;
+          pushEntry(f & DISPATCHING_BIT ? uncertain : pending, scheduled.due[i]!, pos, scheduled.label[i]!);
+        }
       }
       return { start, pending, uncertain, cancelled, maxPosition };
     });
@@ -368,14 +397,16 @@ export class ScheduleIndex {
       await this.flushNow();
       const out: SlabSummary[] = [];
       for (const start of this.slabs()) {
-        const p = parseSlab(await this.readSlab(start));
+        const { scheduled, marks } = await parseSlab(await this.readSlab(start));
         const counts = new Map<number, number>();
         let maxPosition = 0;
-        for (let i = 0; i < p.flags.length; i++) {
-          const f = p.flags[i]!;
-          if (p.position[i]! > maxPosition) maxPosition = p.position[i]!;
-          if ((f & SCHEDULED_BIT) === 0 || isTerminal(f)) continue;
-          counts.set(p.label[i]!, (counts.get(p.label[i]!) ?? 0) + 1);
+        for (const pos of marks.keys()) if (pos > maxPosition) maxPosition = pos;
+        for (let i = 0; i < scheduled.length; i++) {
+          const pos = scheduled.position[i]!;
+          if (pos > maxPosition) maxPosition = pos;
+          if (marks.size > 0 && isTerminal(marks.get(pos) ?? 0)) continue;
+          const label = scheduled.label[i]!;
+          counts.set(label, (counts.get(label) ?? 0) + 1);
         }
         out.push({ start, counts, maxPosition });
       }
@@ -393,6 +424,7 @@ export class ScheduleIndex {
       this.known.delete(start);
       this.lastAdd.delete(start);
       this.buffered.delete(start);
+      await this.closeHandle(start);
       this.dirty.delete(start);
       try {
         await unlink(this.slabPath(start));
@@ -408,21 +440,17 @@ export class ScheduleIndex {
   sync(): Promise<void> {
     return this.serial.run(async () => {
       await this.flushNow();
-      for (const start of [...this.dirty]) {
-        this.dirty.delete(start);
-        let fh;
+      const dirty = [...this.dirty];
+      this.dirty.clear();
+      await this.inParallel(dirty, async (start) => {
         try {
-          fh = await open(this.slabPath(start), 'r');
+          const h = await this.handle(start, false);
+          if (h) await h.fh.datasync(); // else: deleted meanwhile
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted meanwhile
+          this.dirty.add(start);
           throw err;
         }
-        try {
-          await fh.datasync();
-        } finally {
-          await fh.close();
-        }
-      }
+      });
       if (this.dirDirty) await this.syncDir();
     });
   }
@@ -436,11 +464,14 @@ export class ScheduleIndex {
     return this.serial.run(() => writeFileAtomic(join(this.dir, 'checkpoint.json'), JSON.stringify(data)));
   }
 
-  /** Write and sync what is buffered. Idempotent. */
+  /** Write and sync what is buffered, close the files. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     await this.sync();
     this.closed = true;
+    await this.serial.run(async () => {
+      for (const start of [...this.handles.keys()]) await this.closeHandle(start);
+    });
   }
 
   // ------------------------------------------------------------------------------------------------
@@ -466,7 +497,7 @@ export class ScheduleIndex {
   }
 
   private async flushNow(): Promise<void> {
-    for (const start of [...this.buffered.keys()]) await this.flushSlab(start);
+    await this.inParallel([...this.buffered.keys()], (start) => this.flushSlab(start));
   }
 
   private async flushSlab(start: number): Promise<void> {
@@ -476,32 +507,75 @@ export class ScheduleIndex {
     await this.append(start, bufs, false);
   }
 
+  /** Run `fn` over `starts`, a few at a time, keeping the number of open files bounded. */
+  private async inParallel(starts: number[], fn: (start: number) => Promise<void>): Promise<void> {
+    for (let i = 0; i < starts.length; i += PARALLEL_IO) {
+      await Promise.all(starts.slice(i, i + PARALLEL_IO).map(fn));
+      await this.trimHandles();
+    }
+  }
+
   private async append(start: number, bufs: Buffer[], durable: boolean): Promise<void> {
-    const path = this.slabPath(start);
-    let fh;
-    try {
-      fh = await open(path, 'wx');
-      this.dirDirty = true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      fh = await open(path, 'a');
+    const h = (await this.handle(start, true))!;
+    const all = Buffer.concat(bufs);
+    for (let off = 0; off < all.length;) {
+      const { bytesWritten } = await h.fh.write(all, off, all.length - off, h.size);
+      off += bytesWritten;
+      h.size += bytesWritten;
     }
-    try {
-      // A torn entry left by a crash would misalign everything after it: pad to a whole entry.
-      const { size } = await fh.stat();
-      const misaligned = size % ENTRY_SIZE;
-      if (misaligned !== 0) bufs.unshift(Buffer.alloc(ENTRY_SIZE - misaligned));
-      const all = Buffer.concat(bufs);
-      for (let off = 0; off < all.length;) {
-        const { bytesWritten } = await fh.write(all, off, all.length - off);
-        off += bytesWritten;
-      }
-      if (durable) await fh.datasync();
-      else this.dirty.add(start);
-    } finally {
-      await fh.close();
-    }
+    if (durable) await h.fh.datasync();
+    else this.dirty.add(start);
     this.known.add(start);
+  }
+
+  /**
+   * The open file of a slab (opened, and created if `create`, when not cached). A torn entry left
+   * at its end by a crash is padded to a whole entry, so that what follows stays aligned.
+   */
+  private async handle(start: number, create: boolean): Promise<SlabHandle | undefined> {
+    const cached = this.handles.get(start);
+    if (cached) {
+      this.handles.delete(start); // most recently used last
+      this.handles.set(start, cached);
+      return cached;
+    }
+    const path = this.slabPath(start);
+    let fh: FileHandle;
+    try {
+      fh = await open(path, 'r+');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !create) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw err;
+      }
+      fh = await open(path, 'wx+');
+      this.dirDirty = true;
+    }
+    let { size } = await fh.stat();
+    const misaligned = size % ENTRY_SIZE;
+    if (misaligned !== 0) {
+      const pad = Buffer.alloc(ENTRY_SIZE - misaligned);
+      await fh.write(pad, 0, pad.length, size);
+      size += pad.length;
+    }
+    const h = { fh, size };
+    this.handles.set(start, h);
+    return h;
+  }
+
+  private async closeHandle(start: number): Promise<void> {
+    const h = this.handles.get(start);
+    if (!h) return;
+    this.handles.delete(start);
+    await h.fh.close();
+  }
+
+  /** Close the least recently used files beyond the cap (their data stays dirty until `sync`). */
+  private async trimHandles(): Promise<void> {
+    while (this.handles.size > MAX_OPEN_SLABS) {
+      const oldest = this.handles.keys().next().value as number;
+      await this.closeHandle(oldest);
+    }
   }
 
   private async syncDir(): Promise<void> {

@@ -145,6 +145,10 @@ export class TimerService {
   private readonly deliverer: Stage;
   /** Entries prepared for delivery (marked DISPATCHING, copy built), by due time. */
   private ready: Ready[] = [];
+  /** Appends of delivered copies not yet durable. */
+  private readonly deliveries = new Set<Promise<void>>();
+  /** After a failed append, deliveries pause until then. */
+  private deliverBlockedUntil = 0;
   private closed = false;
   private indexed: Checkpoint = { offset: 0, position: 0 };
   private checkpointed: Checkpoint = { offset: 0, position: 0 };
@@ -394,20 +398,39 @@ export class TimerService {
     return true;
   }
 
+  /**
+   * Append the prepared copies that are due now. The append is not awaited: it takes its place in
+   * the log (and its store time) at once, so the next due entries need not wait for this batch's
+   * fsync; its completion is handled when it is durable.
+   */
   private async deliverStep(): Promise<boolean> {
     const now = this.clock.now();
+    if (now < this.deliverBlockedUntil) return false;
     let n = 0;
     while (n < this.ready.length && this.ready[n]!.due <= now) n++;
     if (n === 0) return false;
     const batch = this.ready.splice(0, n);
     const inputs = batch.map((r) => r.input).filter((i): i is MessageInput => i !== null);
-    try {
-      if (inputs.length > 0) await this.store.append(inputs);
-    } catch (err) {
-      this.ready = mergeByDue(batch, this.ready);
-      throw err;
-    }
-    this.delivered += inputs.length;
+    const appended = inputs.length > 0 ? this.store.append(inputs) : Promise.resolve([]);
+    const done = appended.then(
+      () => this.settleDelivery(batch, inputs.length),
+      (err: unknown) => {
+        // Nothing of the batch is stored: try again a little later.
+        this.ready = mergeByDue(batch, this.ready);
+        this.deliverBlockedUntil = this.clock.now() + RETRY_MS;
+        if (!this.closed)
+          this.logger.error({ err }, `delivering delay messages failed; trying again in ${RETRY_MS} ms`);
+        this.deliverer.wakeBy(this.deliverBlockedUntil);
+      },
+    );
+    this.deliveries.add(done);
+    void done.finally(() => this.deliveries.delete(done));
+    return true;
+  }
+
+  /** A batch is durable in its topics: mark it done, and retire slabs it emptied. */
+  private async settleDelivery(batch: Ready[], count: number): Promise<void> {
+    this.delivered += count;
     try {
       await this.index.mark(ScheduleKind.DONE, batch, false);
     } catch (err) {
@@ -422,7 +445,6 @@ export class TimerService {
     }
     for (const slab of touched) await this.retireIfDone(slab);
     this.preparer.wake(); // room in `ready`
-    return true;
   }
 
   /** The copy to append for a waiting record, or null when there is nothing to deliver (logged). */
@@ -640,7 +662,8 @@ export class TimerService {
       if (r.messages.length === 0) break;
       const entries: ScheduleEntry[] = [];
       for (const m of r.messages) {
-        const label = await this.index.ensureLabel(realTopicOf(m));
+        const topic = realTopicOf(m);
+        const label = this.index.labelOf(topic) ?? (await this.index.ensureLabel(topic));
         entries.push({ due: m.deliveryTimestamp, position: m.logPosition, label });
         this.indexed = { offset: m.queueOffset + 1, position: m.logPosition + m.size };
       }
@@ -694,6 +717,7 @@ export class TimerService {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([this.preparer.stop(), this.deliverer.stop()]);
+    await Promise.all([...this.deliveries]);
     this.timers.clear();
     await this.checkpointing;
     const target = { ...this.indexed };

@@ -184,6 +184,12 @@ export class Broker {
       );
       topics.journal = groups.journal = consume.journal = offsets.journal = transactions.journal = journal;
       await transactions.recover();
+      if (config.store.retentionMs < config.timer.maxDelayMs) {
+        logger.warn(
+          { retentionMs: config.store.retentionMs, maxDelayMs: config.timer.maxDelayMs },
+          'store.retentionMs is shorter than timer.maxDelayMs: a delay message whose record ages out before its time is not delivered',
+        );
+      }
       const timer = await TimerService.open(
         store,
         topics,

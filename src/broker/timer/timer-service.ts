@@ -47,10 +47,14 @@ import {
 
 /** Most entries prepared in one batch. */
 const MAX_BATCH = 1024;
-/** How long before their time entries are prepared for delivery. */
-const PREPARE_AHEAD_MS = 100;
-/** Most entries prepared and waiting for their time. */
+/**
+ * How long before their time entries are prepared for delivery (marked and read): enough to absorb
+ * a slow fsync of the marks on a busy disk, so that the append can happen at the due time.
+ */
+const PREPARE_AHEAD_MS = 500;
+/** Most entries prepared and waiting for their time, and most bytes of their bodies. */
 const MAX_READY = 8192;
+const MAX_READY_BYTES = 64 * 1024 * 1024;
 /** Loaded entries beyond which no further slab is loaded until some are delivered. */
 const MAX_LOADED = 1_000_000;
 /** How often the index is synced and its checkpoint written. */
@@ -145,6 +149,7 @@ export class TimerService {
   private readonly deliverer: Stage;
   /** Entries prepared for delivery (marked DISPATCHING, copy built), by due time. */
   private ready: Ready[] = [];
+  private readyBytes = 0;
   /** Appends of delivered copies not yet durable. */
   private readonly deliveries = new Set<Promise<void>>();
   /** After a failed append, deliveries pause until then. */
@@ -292,6 +297,7 @@ export class TimerService {
         // Prepared but not yet due: it can still be taken back.
         const i = this.ready.findIndex((r) => r.position === position);
         if (i < 0) throw new VelaError('RECALL_TOO_LATE', `message ${m.messageId}`);
+        this.readyBytes -= this.ready[i]!.input?.body.length ?? 0;
         this.ready.splice(i, 1);
         s.inflight--;
       }
@@ -381,7 +387,7 @@ export class TimerService {
 
   private async prepareStep(): Promise<boolean> {
     await this.loadDue();
-    if (this.ready.length >= MAX_READY) return false;
+    if (this.readyFull()) return false;
     const batch = this.takeDue(this.clock.now() + PREPARE_AHEAD_MS, MAX_BATCH);
     if (batch.length === 0) return false;
     let records: (StoredMessage | null)[];
@@ -393,6 +399,7 @@ export class TimerService {
       throw err;
     }
     const prepared: Ready[] = batch.map((e, i) => ({ ...e, input: this.copyOf(e, records[i] ?? null) }));
+    for (const r of prepared) this.readyBytes += r.input?.body.length ?? 0;
     this.ready = this.ready.length === 0 ? prepared : mergeByDue(this.ready, prepared);
     this.deliverer.wakeBy(this.ready[0]!.due);
     return true;
@@ -411,12 +418,14 @@ export class TimerService {
     if (n === 0) return false;
     const batch = this.ready.splice(0, n);
     const inputs = batch.map((r) => r.input).filter((i): i is MessageInput => i !== null);
+    for (const i of inputs) this.readyBytes -= i.body.length;
     const appended = inputs.length > 0 ? this.store.append(inputs) : Promise.resolve([]);
     const done = appended.then(
       () => this.settleDelivery(batch, inputs.length),
       (err: unknown) => {
         // Nothing of the batch is stored: try again a little later.
         this.ready = mergeByDue(batch, this.ready);
+        for (const i of inputs) this.readyBytes += i.body.length;
         this.deliverBlockedUntil = this.clock.now() + RETRY_MS;
         if (!this.closed)
           this.logger.error({ err }, `delivering delay messages failed; trying again in ${RETRY_MS} ms`);
@@ -473,9 +482,13 @@ export class TimerService {
     e.slab.loaded!.heap.push(e.due, e.position, e.label);
   }
 
+  private readyFull(): boolean {
+    return this.ready.length >= MAX_READY || this.readyBytes >= MAX_READY_BYTES;
+  }
+
   /** When `prepare` will next have work. */
   private nextPrepareAt(): number {
-    if (this.ready.length >= MAX_READY) return Infinity; // `deliver` wakes it
+    if (this.readyFull()) return Infinity; // `deliver` wakes it
     let next = Infinity;
     const lookahead = this.index.slabMs;
     const mayLoad = this.loadedEntries() <= MAX_LOADED;

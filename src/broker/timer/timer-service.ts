@@ -33,6 +33,7 @@ import { SerialExecutor } from '../../store/serial-executor.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { ScheduleHeap, type HeapEntry } from './schedule-heap.js';
 import { Stage } from './stage.js';
+import { SlabTable, type Slab } from './slab-table.js';
 import {
   REAL_TOPIC,
   SCHEDULE_POSITION,
@@ -67,25 +68,6 @@ interface Checkpoint {
   offset: number;
   /** Log position just past the last record indexed. */
   position: number;
-}
-
-interface LoadedSlab {
-  heap: ScheduleHeap;
-  /** Recalled entries (skipped when they come up). */
-  cancelled: Set<number>;
-  /** Entries taken for delivery whose DONE mark is not written yet. */
-  inflight: number;
-}
-
-interface Slab {
-  start: number;
-  /** Entries still to deliver, by label (topic). */
-  counts: Map<number, number>;
-  maxPosition: number;
-  state: 'unloaded' | 'loading' | 'loaded';
-  loaded?: LoadedSlab;
-  /** Entries scheduled while the slab was being read. */
-  lateAdds?: HeapEntry[];
 }
 
 interface Taken extends HeapEntry {
@@ -137,12 +119,7 @@ export interface TimerRecovery {
 }
 
 export class TimerService {
-  private readonly slabs = new Map<number, Slab>();
-  /** Slab starts in time order. */
-  private order: number[] = [];
-  private readonly totals = new Map<number, number>();
-  /** The slabs in memory. */
-  private readonly loaded = new Set<Slab>();
+  private readonly slabs: SlabTable;
   private readonly slabOps = new SerialExecutor();
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the timer is closing'));
   private readonly preparer: Stage;
@@ -170,6 +147,7 @@ export class TimerService {
     private readonly clock: Clock,
     private readonly logger: Logger,
   ) {
+    this.slabs = new SlabTable((due) => index.slabOf(due));
     const stage = (step: () => Promise<boolean>, nextAt: () => number, what: string) =>
       new Stage({
         timers: this.timers,
@@ -245,7 +223,7 @@ export class TimerService {
       if (label === undefined) throw new Error(`timer: topic of ${input.messageId} was not prepared`);
       const e = { due, position: result.logPosition, label };
       entries.push(e);
-      this.track(e);
+      this.slabs.track(e);
       if (result.queueOffset + 1 > this.indexed.offset) {
         this.indexed = { offset: result.queueOffset + 1, position: result.logPosition + result.size };
       }
@@ -284,7 +262,7 @@ export class TimerService {
     const position = m.logPosition;
     const label = this.index.labelOf(realTopicOf(m)) ?? 0;
     const entry = { due, position, label };
-    const slab = this.slabs.get(this.index.slabOf(due));
+    const slab = this.slabs.of(due);
     if (!slab) {
       // The slab is gone: every entry in it was delivered or recalled.
       if (await this.wasDelivered(m)) throw new VelaError('RECALL_TOO_LATE', `message ${m.messageId}`);
@@ -302,7 +280,7 @@ export class TimerService {
         s.inflight--;
       }
       s.cancelled.add(position);
-      this.untrack(slab, label);
+      this.slabs.untrack(slab, label);
       await this.index.mark(ScheduleKind.CANCELLED, [entry], true);
       return m.messageId;
     }
@@ -316,7 +294,7 @@ export class TimerService {
       throw new VelaError('SCHEDULED_MESSAGE_NOT_FOUND', `message ${m.messageId}`);
     }
     await this.index.mark(ScheduleKind.CANCELLED, [entry], true);
-    this.untrack(slab, label);
+    this.slabs.untrack(slab, label);
     return m.messageId;
   }
 
@@ -328,9 +306,9 @@ export class TimerService {
     const labels =
       topic !== undefined
         ? [this.index.labelOf(topic)].filter((l): l is number => l !== undefined)
-        : [...this.totals.keys()];
+        : [...this.slabs.totals.keys()];
     for (const label of labels) {
-      const scheduled = this.totals.get(label) ?? 0;
+      const scheduled = this.slabs.totals.get(label) ?? 0;
       if (scheduled === 0 && topic === undefined) continue;
       rows.push({
         topic: this.index.nameOf(label) ?? `#${label}`,
@@ -349,28 +327,26 @@ export class TimerService {
 
   /** Delay messages waiting, all topics. */
   get size(): number {
-    let n = 0;
-    for (const c of this.totals.values()) n += c;
-    return n;
+    return this.slabs.size;
   }
 
   private async nextDueOf(label: number): Promise<number | null> {
-    for (const start of this.order) {
+    // Prepared for delivery (the earliest, unless one was scheduled just after), then the slabs.
+    let best = this.ready.find((r) => r.label === label)?.due ?? Infinity;
+    for (const start of this.slabs.order) {
+      if (start > best) break;
       const slab = this.slabs.get(start)!;
       if ((slab.counts.get(label) ?? 0) === 0) continue;
       if (slab.state === 'loaded') {
-        const d = slab.loaded!.heap.earliestOf(label, slab.loaded!.cancelled);
-        if (d !== Infinity) return d;
-        continue; // only deliveries in flight: the next is later
+        best = Math.min(best, slab.loaded!.heap.earliestOf(label, slab.loaded!.cancelled));
+        continue;
       }
       const st = await this.slabOps.run(() => this.index.load(start));
-      let best = Infinity;
       for (const a of [st.pending, st.uncertain]) {
         for (let i = 0; i < a.length; i++) if (a.label[i] === label && a.due[i]! < best) best = a.due[i]!;
       }
-      if (best !== Infinity) return best;
     }
-    return null;
+    return best === Infinity ? null : best;
   }
 
   // ---- delivery ----------------------------------------------------------------------------------------
@@ -449,7 +425,7 @@ export class TimerService {
     const touched = new Set<Slab>();
     for (const e of batch) {
       e.slab.loaded!.inflight--;
-      this.untrack(e.slab, e.label);
+      this.slabs.untrack(e.slab, e.label);
       touched.add(e.slab);
     }
     for (const slab of touched) await this.retireIfDone(slab);
@@ -493,7 +469,7 @@ export class TimerService {
     const lookahead = this.index.slabMs;
     const mayLoad = this.loadedEntries() <= MAX_LOADED;
     let sawUnloaded = false;
-    for (const start of this.order) {
+    for (const start of this.slabs.order) {
       // A slab's entries are due at or after its start (and it is loaded a span earlier).
       if (start - lookahead > next) break;
       const slab = this.slabs.get(start)!;
@@ -512,7 +488,7 @@ export class TimerService {
     for (;;) {
       if (this.closed || this.loadedEntries() > MAX_LOADED) return;
       let target: Slab | undefined;
-      for (const start of this.order) {
+      for (const start of this.slabs.order) {
         if (start > horizon) break;
         const slab = this.slabs.get(start)!;
         if (slab.state === 'unloaded') {
@@ -528,9 +504,7 @@ export class TimerService {
 
   /** Entries held in memory (the loaded slabs): bounded, whatever the number scheduled. */
   loadedEntries(): number {
-    let n = 0;
-    for (const s of this.loaded) n += s.loaded!.heap.size;
-    return n;
+    return this.slabs.loadedEntries();
   }
 
   private async load(slab: Slab): Promise<void> {
@@ -554,7 +528,7 @@ export class TimerService {
       }
       if (done.length > 0) {
         await this.index.mark(ScheduleKind.DONE, done, false);
-        for (const e of done) this.untrack(slab, e.label);
+        for (const e of done) this.slabs.untrack(slab, e.label);
         this.logger.info(
           { slab: slab.start, completed: done.length },
           'deliveries interrupted by a crash had completed',
@@ -566,10 +540,8 @@ export class TimerService {
         for (let i = 0; i < st.pending.length; i++) known.add(st.pending.position[i]!);
         for (const e of late) if (!known.has(e.position)) heap.push(e.due, e.position, e.label);
       }
-      slab.loaded = { heap, cancelled: st.cancelled, inflight: 0 };
       slab.maxPosition = Math.max(slab.maxPosition, st.maxPosition);
-      slab.state = 'loaded';
-      this.loaded.add(slab);
+      this.slabs.markLoaded(slab, { heap, cancelled: st.cancelled, inflight: 0 });
     } catch (err) {
       slab.state = 'unloaded';
       throw err;
@@ -581,7 +553,7 @@ export class TimerService {
   /** Take up to `max` entries due by `until`, earliest first. */
   private takeDue(until: number, max: number): Taken[] {
     const batch: Taken[] = [];
-    for (const start of this.order) {
+    for (const start of this.slabs.order) {
       if (start > until || batch.length >= max) break;
       const slab = this.slabs.get(start)!;
       const s = slab.loaded;
@@ -613,48 +585,8 @@ export class TimerService {
     if (this.slabs.get(slab.start) !== slab) return;
     // An entry scheduled from now on for this slab's time makes a new slab; the file stays for it.
     const generation = this.index.generation(slab.start);
-    this.slabs.delete(slab.start);
-    this.loaded.delete(slab);
-    this.order.splice(this.order.indexOf(slab.start), 1);
+    this.slabs.remove(slab);
     await this.index.delete(slab.start, generation);
-  }
-
-  // ---- bookkeeping -------------------------------------------------------------------------------------
-
-  private slabFor(start: number): Slab {
-    let slab = this.slabs.get(start);
-    if (!slab) {
-      slab = { start, counts: new Map(), maxPosition: 0, state: 'unloaded' };
-      this.slabs.set(start, slab);
-      // Binary insertion keeps `order` sorted.
-      let lo = 0;
-      let hi = this.order.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (this.order[mid]! < start) lo = mid + 1;
-        else hi = mid;
-      }
-      this.order.splice(lo, 0, start);
-    }
-    return slab;
-  }
-
-  private track(e: ScheduleEntry): void {
-    const slab = this.slabFor(this.index.slabOf(e.due));
-    slab.counts.set(e.label, (slab.counts.get(e.label) ?? 0) + 1);
-    this.totals.set(e.label, (this.totals.get(e.label) ?? 0) + 1);
-    if (e.position > slab.maxPosition) slab.maxPosition = e.position;
-    if (slab.state === 'loaded') slab.loaded!.heap.push(e.due, e.position, e.label);
-    else if (slab.state === 'loading') slab.lateAdds!.push(e);
-  }
-
-  private untrack(slab: Slab, label: number): void {
-    const c = (slab.counts.get(label) ?? 0) - 1;
-    if (c > 0) slab.counts.set(label, c);
-    else slab.counts.delete(label);
-    const t = (this.totals.get(label) ?? 0) - 1;
-    if (t > 0) this.totals.set(label, t);
-    else this.totals.delete(label);
   }
 
   // ---- recovery and checkpoints ------------------------------------------------------------------------
@@ -688,16 +620,12 @@ export class TimerService {
     await this.index.writeCheckpoint(this.indexed);
     this.checkpointed = { ...this.indexed };
     for (const s of await this.index.summarize()) {
-      const slab = this.slabFor(s.start);
-      slab.maxPosition = s.maxPosition;
-      for (const [label, n] of s.counts) {
-        slab.counts.set(label, n);
-        this.totals.set(label, (this.totals.get(label) ?? 0) + n);
-      }
+      this.slabs.ensure(s.start).maxPosition = s.maxPosition;
+      for (const [label, n] of s.counts) this.slabs.restore(s.start, label, n);
     }
     this.recovery = {
       scheduled: this.size,
-      slabs: this.slabs.size,
+      slabs: this.slabs.count,
       reindexed,
       durationMs: Math.round(performance.now() - t0),
     };
@@ -715,7 +643,7 @@ export class TimerService {
           await this.index.writeCheckpoint(target);
           this.checkpointed = target;
         }
-        for (const slab of [...this.loaded]) await this.retireIfDone(slab);
+        for (const slab of [...this.slabs.loaded]) await this.retireIfDone(slab);
       } catch (err) {
         if (!this.closed) this.logger.error({ err }, 'timer checkpoint failed');
       } finally {

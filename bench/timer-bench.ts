@@ -11,6 +11,7 @@
  *    consumer long-polling the topic's queue (PullMessage at its tail) got it, relative to its
  *    delivery time: p50 / p99 / max.
  */
+import type { ChildProcess } from 'node:child_process';
 import { rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -71,6 +72,9 @@ async function rss(httpPort: number): Promise<number> {
   return (await admin(httpPort, '/api/broker')).process.rssBytes as number;
 }
 
+/** The broker child running now: killed if the benchmark fails half-way. */
+let current: ChildProcess | undefined;
+
 async function main(): Promise<void> {
   rmSync(ROOT, { recursive: true, force: true });
   mkdirSync(ROOT, { recursive: true });
@@ -78,6 +82,7 @@ async function main(): Promise<void> {
 
   // A. An hour's schedule.
   let b = await startBrokerChild(ROOT);
+  current = b.child;
   await admin(b.httpPort, '/api/topics', { topic: 'Hour', attributes: { 'message.type': 'DELAY' } });
   await admin(b.httpPort, '/api/topics', {
     topic: 'Due',
@@ -117,6 +122,7 @@ async function main(): Promise<void> {
   await new Promise((r) => b.child.once('exit', r));
   const r0 = performance.now();
   b = await startBrokerChild(ROOT);
+  current = b.child;
   const restartMs = performance.now() - r0;
   const info = await admin(b.httpPort, '/api/broker');
   report(
@@ -174,4 +180,8 @@ async function main(): Promise<void> {
   rmSync(ROOT, { recursive: true, force: true });
 }
 
-await main();
+try {
+  await main();
+} finally {
+  if (current && current.exitCode === null && current.signalCode === null) current.kill('SIGKILL');
+}

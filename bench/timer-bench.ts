@@ -115,6 +115,11 @@ async function main(): Promise<void> {
   report('   broker RSS, peak while scheduling', `${(peak / MiB).toFixed(0)} MiB`);
   await new Promise((r) => setTimeout(r, 5000));
   report('   broker RSS, 5 s later', `${(((await rss(b.httpPort)) as number) / MiB).toFixed(0)} MiB`);
+  const progress = (await admin(b.httpPort, '/api/broker')).timer.index;
+  report(
+    '   schedule index checkpointed / written (timer-topic offsets)',
+    `${fmt(progress.checkpointed)} / ${fmt(progress.indexed)}`,
+  );
 
   // B. Recovery after kill -9.
   c.close();

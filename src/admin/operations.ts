@@ -328,6 +328,7 @@ export class AdminOperations {
       timer: {
         delivered: this.broker.timer.delivered,
         loadedEntries: this.broker.timer.loadedEntries(),
+        index: this.broker.timer.indexProgress,
         recovery: this.broker.timer.recovery,
       },
       deadLettered: Object.fromEntries(this.broker.consume.deadLettered),

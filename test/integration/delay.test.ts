@@ -390,6 +390,25 @@ describe('delay messages', () => {
   });
 });
 
+test('the schedule index is synced and checkpointed every second, also after idle seconds', async () => {
+  const b = await startTestBroker();
+  try {
+    const topic = await delayTopic(b, 'DelayCkpt');
+    await sleep(1200); // a checkpoint with nothing to do comes first
+    const p = use(new Producer({ endpoints: b.endpoints }));
+    for (let i = 0; i < 3; i++) await p.send({ topic, body: 'x', deliveryTimestamp: Date.now() + 60_000 });
+    const timer = b.running.broker.timer;
+    await waitFor(() => timer.indexProgress.checkpointed === timer.indexProgress.indexed, {
+      timeoutMs: 5000,
+      what: `the checkpoint (${JSON.stringify(timer.indexProgress)})`,
+    });
+    assert.equal(timer.indexProgress.indexed, 3);
+    await p.close();
+  } finally {
+    await b.close();
+  }
+});
+
 test('the schedule survives a restart: nothing lost, nothing early, nothing twice', async () => {
   const dir = tempDir();
   try {

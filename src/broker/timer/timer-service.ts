@@ -325,6 +325,11 @@ export class TimerService {
     return { scheduled: rows.reduce((n, r) => n + r.scheduled, 0), nextDueAt: next, topics: rows };
   }
 
+  /** Timer-topic offset up to which the index is synced and checkpointed (and how far it is written). */
+  get indexProgress(): { checkpointed: number; indexed: number } {
+    return { checkpointed: this.checkpointed.offset, indexed: this.indexed.offset };
+  }
+
   /** Delay messages waiting, all topics. */
   get size(): number {
     return this.slabs.size;
@@ -635,22 +640,26 @@ export class TimerService {
   /** Sync the index and record how far it is complete; then retire slabs that waited for it. */
   checkpoint(): Promise<void> {
     if (this.checkpointing) return this.checkpointing;
-    this.checkpointing = (async () => {
-      try {
-        const target = { ...this.indexed };
-        if (target.offset !== this.checkpointed.offset) {
-          await this.index.sync();
-          await this.index.writeCheckpoint(target);
-          this.checkpointed = target;
-        }
-        for (const slab of [...this.slabs.loaded]) await this.retireIfDone(slab);
-      } catch (err) {
-        if (!this.closed) this.logger.error({ err }, 'timer checkpoint failed');
-      } finally {
-        this.checkpointing = null;
+    // Cleared in a `.finally`, which always runs after this assignment (even when nothing awaits).
+    const run = this.checkpointNow().finally(() => {
+      if (this.checkpointing === run) this.checkpointing = null;
+    });
+    this.checkpointing = run;
+    return run;
+  }
+
+  private async checkpointNow(): Promise<void> {
+    try {
+      const target = { ...this.indexed };
+      if (target.offset !== this.checkpointed.offset) {
+        await this.index.sync();
+        await this.index.writeCheckpoint(target);
+        this.checkpointed = target;
       }
-    })();
-    return this.checkpointing;
+      for (const slab of [...this.slabs.loaded]) await this.retireIfDone(slab);
+    } catch (err) {
+      if (!this.closed) this.logger.error({ err }, 'timer checkpoint failed');
+    }
   }
 
   /** Stop delivering, finish the delivery under way, write the index and its checkpoint. */

@@ -357,6 +357,30 @@ export class ScheduleIndex {
     });
   }
 
+  /**
+   * Buffer marks that need not be durable at once (DONE): written with the next `flush`, `sync`,
+   * `mark` or `load`, so that frequent small deliveries cost no write each.
+   */
+  markLater(
+    kind: Exclude<ScheduleKind, typeof ScheduleKind.SCHEDULED>,
+    entries: readonly ScheduleEntry[],
+  ): void {
+    if (this.closed) throw new VelaError('STORE_CLOSED');
+    for (const e of entries) {
+      const start = this.slabOf(e.due);
+      const buf = Buffer.allocUnsafe(ENTRY_SIZE);
+      encodeEntry(buf, 0, kind, e);
+      let list = this.buffered.get(start);
+      if (!list) this.buffered.set(start, (list = []));
+      list.push(buf);
+    }
+  }
+
+  /** Whether entries or marks wait in memory to be written. */
+  get hasBuffered(): boolean {
+    return this.buffered.size > 0;
+  }
+
   /** Read one slab (buffered entries included), marks folded in. */
   load(start: number): Promise<SlabState> {
     return this.serial.run(async () => {

@@ -182,11 +182,17 @@ async function main(): Promise<void> {
   c.close();
   consumer.close();
   await stopChild(b.child);
-  rmSync(ROOT, { recursive: true, force: true });
+  rmSync(ROOT, { recursive: true, force: true, maxRetries: 5 });
 }
 
-try {
-  await main();
-} finally {
+const killChild = () => {
   if (current && current.exitCode === null && current.signalCode === null) current.kill('SIGKILL');
+};
+process.on('exit', killChild);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGPIPE'] as const) {
+  process.on(sig, () => {
+    killChild();
+    process.exit(1);
+  });
 }
+await main();

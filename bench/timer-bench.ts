@@ -13,6 +13,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { rmSync, mkdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BenchClient, admin, startBrokerChild, stopChild } from './bench-client.js';
@@ -143,7 +144,7 @@ async function main(): Promise<void> {
   const rate = 5000;
   const seconds = quick ? 5 : 20;
   const n = rate * seconds;
-  const start = Date.now() + 15_000;
+  const start = Date.now() + 60_000;
   await schedule(c, 'Due', n, (i) => start + Math.floor((i * 1000) / rate));
   if (Date.now() > start - 1000) throw new Error('scheduling took too long for the lateness run');
   const stored: number[] = [];
@@ -157,6 +158,17 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 250));
     }
   })();
+  // How late a plain 10 ms timer fires in this (client) process meanwhile: the machine's own jitter.
+  const probe: number[] = [];
+  let probing = true;
+  const prober = (async () => {
+    while (probing) {
+      const t = performance.now();
+      await new Promise((r) => setTimeout(r, 10));
+      probe.push(Math.round(performance.now() - t - 10));
+    }
+  })();
+  await new Promise((r) => setTimeout(r, Math.max(0, start - Date.now() - 500)));
   // One queue, pulled at its tail with long polling: the message is seen as soon as it is visible.
   let offset = 0;
   while (stored.length < n) {
@@ -171,14 +183,23 @@ async function main(): Promise<void> {
     }
   }
   sampling = false;
-  await sampler2;
+  probing = false;
+  await Promise.all([sampler2, prober]);
   stored.sort((x, y) => x - y);
+  probe.sort((x, y) => x - y);
   received.sort((x, y) => x - y);
   const row = (a: number[]) =>
     `p50 ${pct(a, 0.5)} ms, p99 ${pct(a, 0.99)} ms, max ${a.at(-1)} ms, min ${a[0]} ms`;
   report(`C. ${fmt(n)} due at ${fmt(rate)}/s: stored in the topic after its time`, row(stored));
   report('   seen by a consumer pulling at the queue tail, after its time', row(received));
   report('   broker RSS, peak during the run', `${(peakC / MiB).toFixed(0)} MiB`);
+  report('   (context) a 10 ms timer in the client process, late by', row(probe));
+  report(
+    '   (context) load average of the machine (1 / 5 / 15 min)',
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / '),
+  );
   c.close();
   consumer.close();
   await stopChild(b.child);

@@ -36,9 +36,10 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PRECISION_MS = 100;
 /**
  * What a consumer sees also includes the append's fsync, the consume path and the client, which a
- * loaded test machine stretches: checked against a looser bound (RocketMQ's timer is 1 s coarse).
+ * loaded test machine (the whole suite, two files at a time, on two shared cores) stretches to
+ * hundreds of milliseconds: only a sanity bound there. Early is never allowed.
  */
-const CONSUMER_SLACK_MS = 300;
+const CONSUMER_SLACK_MS = 900;
 
 /** Every message stored in a topic's queues, in no particular order. */
 async function storedIn(broker: Broker, topic: string, queues = 8) {

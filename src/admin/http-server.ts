@@ -66,6 +66,11 @@ export async function startAdminHttp(
     ops.topicRoute(req.params.topic, opts.grpcAddress()),
   );
 
+  app.get<{ Querystring: { topic?: string } }>('/api/timer', async (req) => ops.timerStatus(req.query.topic));
+  app.get<{ Querystring: { topic?: string } }>('/api/transactions', async (req) =>
+    ops.transactionStatus(req.query.topic),
+  );
+
   app.get('/api/groups', async () => ops.groupList());
   app.post<{ Body: UpdateGroupInput }>('/api/groups', async (req) =>
     ops.updateSubGroup(req.body ?? ({} as UpdateGroupInput)),

@@ -298,6 +298,24 @@ export class AdminOperations {
     return { group, resent: await this.broker.resendDeadLetters(group, messageId || undefined) };
   }
 
+  /** Delay messages waiting, per topic (or one topic), and when the next is due. */
+  async timerStatus(topic?: string) {
+    if (topic !== undefined) this.broker.topics.require(topic);
+    const s = await this.broker.timer.status(topic);
+    return {
+      scheduled: s.scheduled,
+      nextDueAt: s.nextDueAt,
+      topics: s.topics.map((t) => ({ topic: t.topic, scheduled: t.scheduled, nextDueAt: t.nextDueAt })),
+    };
+  }
+
+  /** Transactions not yet committed or rolled back, per topic (or one topic). */
+  transactionStatus(topic?: string) {
+    if (topic !== undefined) this.broker.topics.require(topic);
+    const topics = this.broker.transactions.status(topic);
+    return { open: topics.reduce((n, t) => n + t.open, 0), topics };
+  }
+
   brokerInfo() {
     const s = this.broker.storageStats();
     return {
@@ -305,6 +323,14 @@ export class AdminOperations {
       topics: this.broker.topics.list().length,
       groups: this.broker.groups.list().length,
       clients: this.broker.sessions.list().length,
+      scheduledMessages: this.broker.timer.size,
+      openTransactions: this.broker.transactions.openCount,
+      timer: {
+        delivered: this.broker.timer.delivered,
+        loadedEntries: this.broker.timer.loadedEntries(),
+        index: this.broker.timer.indexProgress,
+        recovery: this.broker.timer.recovery,
+      },
       deadLettered: Object.fromEntries(this.broker.consume.deadLettered),
       store: s,
       process: {

@@ -26,6 +26,9 @@ import { PullService } from './pull.js';
 import { ConsumerManager } from './consumer-manager.js';
 import { QueueLocks } from './queue-locks.js';
 import { SendBackService } from './send-back.js';
+import { ClientChannels } from './client-channels.js';
+import { TimerService } from './timer/timer-service.js';
+import { TransactionService } from './transaction/transaction-service.js';
 
 /** What the broker needs at run time besides its settings. */
 export interface BrokerDeps {
@@ -61,6 +64,12 @@ export class Broker {
   readonly queueLocks: QueueLocks;
   /** Retries and dead letters of queue-granularity consumers (`%RETRY%<group>`). */
   readonly sendBack: SendBackService;
+  /** Delay (scheduled) messages. */
+  readonly timer: TimerService;
+  /** Transactional (half) messages. */
+  readonly transactions: TransactionService;
+  /** Live client streams the broker can send commands through. */
+  readonly channels: ClientChannels;
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the broker is closing'));
   private closing: Promise<void> | null = null;
 
@@ -73,6 +82,9 @@ export class Broker {
       sessions: SessionRegistry;
       consume: ConsumeService;
       offsets: OffsetStore;
+      timer: TimerService;
+      transactions: TransactionService;
+      channels: ClientChannels;
     },
     readonly config: VelaConfig,
     readonly clock: Clock,
@@ -89,6 +101,9 @@ export class Broker {
     this.consumers = new ConsumerManager(now);
     this.queueLocks = new QueueLocks(now);
     this.sendBack = new SendBackService(store, this.topics, now, logger.child({ module: 'send-back' }));
+    this.timer = parts.timer;
+    this.transactions = parts.transactions;
+    this.channels = parts.channels;
     this.pull = new PullService(
       store,
       this.topics,
@@ -105,6 +120,11 @@ export class Broker {
       autoCreateTopics: config.autoCreateTopics,
       now: () => clock.now(),
       admit: (topic) => this.flow.admit(topic),
+      special: {
+        timer: this.timer,
+        transactions: this.transactions,
+        maxDelayMs: config.timer.maxDelayMs,
+      },
     });
   }
 
@@ -144,19 +164,43 @@ export class Broker {
         logger: logger.child({ module: 'consume' }),
       });
       const offsets = new OffsetStore(now);
+      const channels = new ClientChannels();
+      const transactions = new TransactionService(
+        store,
+        topics,
+        sessions,
+        channels,
+        config.transaction,
+        clock,
+        logger.child({ module: 'transaction' }),
+      );
       const journal = await StateJournal.open(
         {
           dir: join(config.dataDir, 'state'),
           flush: config.flush,
           logger: logger.child({ module: 'state' }),
         },
-        [topics, groups, consume, offsets],
+        [topics, groups, consume, offsets, transactions],
       );
-      topics.journal = groups.journal = consume.journal = offsets.journal = journal;
+      topics.journal = groups.journal = consume.journal = offsets.journal = transactions.journal = journal;
+      await transactions.recover();
+      if (config.store.retentionMs < config.timer.maxDelayMs) {
+        logger.warn(
+          { retentionMs: config.store.retentionMs, maxDelayMs: config.timer.maxDelayMs },
+          'store.retentionMs is shorter than timer.maxDelayMs: a delay message whose record ages out before its time is not delivered',
+        );
+      }
+      const timer = await TimerService.open(
+        store,
+        topics,
+        { dir: join(config.dataDir, 'timer'), flush: config.flush, settings: config.timer },
+        clock,
+        logger.child({ module: 'timer' }),
+      );
       const broker = new Broker(
         store,
         journal,
-        { topics, groups, sessions, consume, offsets },
+        { topics, groups, sessions, consume, offsets, timer, transactions, channels },
         config,
         clock,
         logger,
@@ -166,6 +210,8 @@ export class Broker {
       topics.beforeCreate = (name) => broker.purgeTopic(name);
       groups.beforeCreate = (name) => broker.purgeGroup(name);
       await consume.start();
+      timer.start();
+      transactions.start();
       broker.flow.start();
       broker.timers.interval(() => sessions.sweep(), 5_000, { unref: true });
       broker.timers.interval(() => broker.consumers.sweep(), 10_000, { unref: true });
@@ -311,6 +357,8 @@ export class Broker {
       this.closing = (async () => {
         this.timers.clear();
         this.flow.stop();
+        this.transactions.close();
+        await this.timer.close();
         this.consume.stop();
         this.pull.stop();
         await this.consume.drain();

@@ -29,6 +29,20 @@ export interface TopicInput {
   attributes?: Record<string, string>;
 }
 
+export interface TimerStatus {
+  /** Delay messages waiting, all topics listed. */
+  scheduled: number;
+  /** When the next is due (epoch ms), null when none waits. */
+  nextDueAt: number | null;
+  topics: { topic: string; scheduled: number; nextDueAt: number | null }[];
+}
+
+export interface TransactionStatus {
+  open: number;
+  /** Per topic: open transactions and the store time of the oldest. */
+  topics: { topic: string; open: number; oldestAt: number }[];
+}
+
 export interface TopicInfo {
   topic: string;
   readQueueNums: number;
@@ -185,6 +199,16 @@ export class Admin {
   /** Per queue: min and max offsets, last store time (mqadmin `topicStatus`). */
   topicStatus(topic: string): Promise<QueueStatus[]> {
     return this.request('GET', `/api/topics/${enc(topic)}/status`);
+  }
+
+  /** Delay messages waiting for their time, per topic (or one topic), and when the next is due. */
+  timerStatus(topic?: string): Promise<TimerStatus> {
+    return this.request('GET', `/api/timer${topic ? `?topic=${enc(topic)}` : ''}`);
+  }
+
+  /** Transactions neither committed nor rolled back, per topic (or one topic). */
+  transactionStatus(topic?: string): Promise<TransactionStatus> {
+    return this.request('GET', `/api/transactions${topic ? `?topic=${enc(topic)}` : ''}`);
   }
 
   // Consumer groups

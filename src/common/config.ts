@@ -180,12 +180,49 @@ export const GRPC_SCHEMA = {
   }),
 } as const;
 
+export const TIMER_SCHEMA = {
+  maxDelayMs: num(
+    3 * 24 * 3600_000,
+    "longest delay a DELAY message may ask for (RocketMQ's `timerMaxDelaySec`); a later delivery time is refused with `ILLEGAL_DELIVERY_TIME`",
+    'ms',
+    { min: 1 },
+  ),
+} as const;
+
+export const TRANSACTION_SCHEMA = {
+  checkTimeoutMs: num(
+    6000,
+    "a half message neither committed nor rolled back this long after it was stored is orphaned, and its producer is asked to resolve it (RocketMQ's `transactionTimeOut`)",
+    'ms',
+    { min: 1 },
+  ),
+  checkIntervalMs: num(
+    30_000,
+    "how often an orphaned transaction is checked again while it stays unresolved (RocketMQ's `transactionCheckInterval`)",
+    'ms',
+    { min: 1 },
+  ),
+  checkMax: num(
+    15,
+    "checks before an orphaned transaction is rolled back (and logged) (RocketMQ's `transactionCheckMax`)",
+    'count',
+  ),
+  maxRecoveryMs: num(
+    3600_000,
+    "longest check delay a producer may ask for with `orphaned_transaction_recovery_duration` (RocketMQ's `maxTransactionRecoverySecond`)",
+    'ms',
+    { min: 1 },
+  ),
+} as const;
+
 export const SECTION_SCHEMAS = {
   store: STORE_SCHEMA,
   produce: PRODUCE_SCHEMA,
   consume: CONSUME_SCHEMA,
   flowControl: FLOW_CONTROL_SCHEMA,
   grpc: GRPC_SCHEMA,
+  timer: TIMER_SCHEMA,
+  transaction: TRANSACTION_SCHEMA,
 } as const;
 export type SectionName = keyof typeof SECTION_SCHEMAS;
 
@@ -304,6 +341,8 @@ export type ProduceLimits = ValuesOf<typeof PRODUCE_SCHEMA>;
 export type ConsumeSettings = ValuesOf<typeof CONSUME_SCHEMA>;
 export type FlowControlSettings = ValuesOf<typeof FLOW_CONTROL_SCHEMA>;
 export type GrpcSettings = ValuesOf<typeof GRPC_SCHEMA>;
+export type TimerSettings = ValuesOf<typeof TIMER_SCHEMA>;
+export type TransactionSettings = ValuesOf<typeof TRANSACTION_SCHEMA>;
 type TopSettings = ValuesOf<typeof TOP_SCHEMA>;
 
 /** The resolved configuration of a broker. */
@@ -315,6 +354,8 @@ export interface VelaConfig extends Omit<TopSettings, 'grpcPort'> {
   readonly consume: ConsumeSettings;
   readonly flowControl: FlowControlSettings;
   readonly grpc: GrpcSettings;
+  readonly timer: TimerSettings;
+  readonly transaction: TransactionSettings;
 }
 
 /** What a caller may give: any subset; `grpcPort` may be one port or a list. */
@@ -325,6 +366,8 @@ export type ConfigInput = Partial<Omit<TopSettings, 'grpcPort'>> & {
   consume?: Partial<ConsumeSettings>;
   flowControl?: Partial<FlowControlSettings>;
   grpc?: Partial<GrpcSettings>;
+  timer?: Partial<TimerSettings>;
+  transaction?: Partial<TransactionSettings>;
 };
 
 function defaultsOf<S extends Record<string, Setting<unknown>>>(schema: S): ValuesOf<S> {
@@ -346,6 +389,8 @@ export const DEFAULTS: VelaConfig = deepFreeze({
   consume: defaultsOf(CONSUME_SCHEMA),
   flowControl: defaultsOf(FLOW_CONTROL_SCHEMA),
   grpc: defaultsOf(GRPC_SCHEMA),
+  timer: defaultsOf(TIMER_SCHEMA),
+  transaction: defaultsOf(TRANSACTION_SCHEMA),
 });
 
 // ---------------------------------------------------------------------------------------------------

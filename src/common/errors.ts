@@ -53,6 +53,18 @@ export const ErrorCatalogue = {
     "the message's type does not match the topic's message.type",
   ),
   MESSAGE_CORRUPTED: entry('MESSAGE_CORRUPTED', 'malformed message batch'),
+  // Delay (scheduled) messages and recall
+  ILLEGAL_RECALL_HANDLE: entry('BAD_REQUEST', 'illegal recall handle'),
+  SCHEDULED_MESSAGE_NOT_FOUND: entry('NOT_FOUND', 'no scheduled message for this recall handle'),
+  RECALL_TOO_LATE: entry(
+    'PRECONDITION_FAILED',
+    'the message was already delivered (or is being delivered) and cannot be recalled',
+  ),
+  // Transactions
+  TRANSACTION_RESOLVED: entry(
+    'PRECONDITION_FAILED',
+    'the transaction was already resolved the other way (committed, or rolled back)',
+  ),
   // Consumption
   ILLEGAL_FILTER_EXPRESSION: entry('ILLEGAL_FILTER_EXPRESSION', 'illegal filter expression'),
   ILLEGAL_INVISIBLE_TIME: entry('ILLEGAL_INVISIBLE_TIME', 'illegal invisible duration'),

@@ -27,6 +27,8 @@ import {
 } from './handlers/consume.js';
 import { heartbeat, notifyClientTermination, settingsReply } from './handlers/client.js';
 import { getOffset, pullMessage, queryOffset, updateOffset } from './handlers/pull.js';
+import { endTransaction, telemetryCommandOf } from './handlers/transaction.js';
+import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status, type TelemetryCommand } from './wire-types.js';
 import { GrpcStatus, LimitError } from './transport/grpc-wire.js';
 import type { ServerCall, PeerInfo } from './transport/server-call.js';
@@ -307,14 +309,11 @@ export class GrpcEndpoint {
     );
     register(
       'EndTransaction',
-      unary(
-        'EndTransaction',
-        notImplemented('EndTransaction', 'transactional messages are not supported yet'),
-      ),
+      unary('EndTransaction', (ctx, req) => endTransaction(broker, ctx, req)),
     );
     register(
       'RecallMessage',
-      unary('RecallMessage', notImplemented('RecallMessage', 'delay messages are not supported yet')),
+      unary('RecallMessage', (ctx, req) => recallMessage(broker, ctx, req)),
     );
     register(
       'SyncLiteSubscription',
@@ -407,6 +406,12 @@ export class GrpcEndpoint {
         let streams = this.telemetry.get(clientId);
         if (!streams) this.telemetry.set(clientId, (streams = new Set()));
         streams.add(call);
+        // The broker's own commands to this client (orphaned-transaction checks).
+        const detach = broker.channels.attach(clientId, (command) => {
+          if (!call.isOpen) return false;
+          write(call, telemetryCommandOf(command, `${opts.host}:${this.ports[0] ?? 0}`));
+          return true;
+        });
         const onCommand = (cmd: TelemetryCommand) => {
           const malformed = (cmd as Record<symbol, unknown>)[MALFORMED];
           if (malformed !== undefined) {
@@ -460,6 +465,7 @@ export class GrpcEndpoint {
         const finish = () => {
           if (done) return;
           done = true;
+          detach();
           streams.delete(call);
           if (streams.size === 0) this.telemetry.delete(clientId);
           // The session ends when its last stream on this connection does (streams other connections

@@ -21,3 +21,11 @@ export { VelaError, isVelaError } from '../common/errors.js';
 export type { ErrorKind } from '../common/errors.js';
 export type { FlushPolicy, StoreSettings } from '../common/config.js';
 export { STORE_DEFAULTS } from '../common/config.js';
+export { ScheduleIndex, ScheduleKind } from './schedule-index.js';
+export type {
+  ScheduleEntry,
+  EntryArrays,
+  SlabState,
+  SlabSummary,
+  ScheduleIndexOptions,
+} from './schedule-index.js';

@@ -28,6 +28,10 @@ import {
   renderTopicList,
   renderTopicRouteTable,
   renderTopicStatus,
+  renderTimerStatus,
+  renderTransactionStatus,
+  type TimerStatus,
+  type TransactionStatus,
   type BrokerInfo,
   type ConsumerConnections,
   type ConsumerProgress,
@@ -174,6 +178,28 @@ export function registerAdminCommands(program: Command): Command {
     async (client, o) => {
       const route = await client.get<TopicRoute>(`/api/topics/${seg(o.topic)}/route`);
       out(o.list && !o.json ? renderTopicRouteTable(route) : formatJson(route));
+    },
+  );
+
+  sub<CommonOptions & { topic?: string }>(
+    'timerStatus',
+    'delay messages waiting for their delivery time, per topic, and when the next is due',
+    (cmd) => cmd.option('-t, --topic <topic>', 'only this topic'),
+    async (client, o) => {
+      const q = o.topic ? `?topic=${seg(o.topic)}` : '';
+      const status = await client.get<TimerStatus>(`/api/timer${q}`);
+      out(o.json ? formatJson(status) : renderTimerStatus(status));
+    },
+  );
+
+  sub<CommonOptions & { topic?: string }>(
+    'transactionStatus',
+    'transactions neither committed nor rolled back (half messages), per topic',
+    (cmd) => cmd.option('-t, --topic <topic>', 'only this topic'),
+    async (client, o) => {
+      const q = o.topic ? `?topic=${seg(o.topic)}` : '';
+      const status = await client.get<TransactionStatus>(`/api/transactions${q}`);
+      out(o.json ? formatJson(status) : renderTransactionStatus(status));
     },
   );
 

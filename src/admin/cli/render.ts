@@ -14,6 +14,8 @@ export type ConsumerProgress = Answer<'consumerProgress'>;
 export type ConsumerConnections = Answer<'consumerConnection'>;
 export type MessageViews = Answer<'queryMsgById'>;
 export type BrokerInfo = Answer<'brokerInfo'>;
+export type TimerStatus = Answer<'timerStatus'>;
+export type TransactionStatus = Answer<'transactionStatus'>;
 
 export function renderTopicConfig(t: TopicView): string {
   const attrs = Object.entries(t.attributes)
@@ -168,6 +170,24 @@ export function renderMessageList(messages: MessageViews): string {
 }
 
 /** Nested objects flattened to dotted keys, mqadmin's `key : value` style. */
+export function renderTimerStatus(status: TimerStatus): string {
+  return (
+    formatTable(
+      ['Topic', 'Scheduled', 'Next Due'],
+      status.topics.map((t) => [t.topic, t.scheduled, formatTime(t.nextDueAt)]),
+    ) + `Total scheduled: ${status.scheduled}, next due: ${formatTime(status.nextDueAt)}\n`
+  );
+}
+
+export function renderTransactionStatus(status: TransactionStatus): string {
+  return (
+    formatTable(
+      ['Topic', 'Open', 'Oldest Stored'],
+      status.topics.map((t) => [t.topic, t.open, formatTime(t.oldestAt)]),
+    ) + `Total open transactions: ${status.open}\n`
+  );
+}
+
 export function renderBrokerStatus(info: BrokerInfo): string {
   const pairs: [string, string | number | boolean][] = [];
   const walk = (prefix: string, v: unknown) => {

@@ -113,7 +113,11 @@ export type StateRecord =
       offset: number;
       /** Where reading of each retry queue continues (everything waiting is dropped). */
       retryNext: { queueId: number; next: number }[];
-    };
+    }
+  // transaction/ (half messages by their offset in the half topic)
+  | { kind: 'txCommitting'; offset: number }
+  | { kind: 'txEnded'; offset: number; how: 'commit' | 'rollback' }
+  | { kind: 'txChecked'; offset: number; checks: number; at: number };
 
 export type StateRecordKind = StateRecord['kind'];
 export type StateRecordOf<K extends StateRecordKind> = Extract<StateRecord, { kind: K }>;
@@ -132,6 +136,9 @@ const WIRE_KIND: Record<StateRecordKind, string> = {
   consumeForgotten: 'forget',
   retryTopicsRenamed: 'retry+',
   queueReset: 'rst',
+  txCommitting: 'txi',
+  txEnded: 'txe',
+  txChecked: 'txk',
 };
 const KIND_OF_WIRE = new Map(Object.entries(WIRE_KIND).map(([k, w]) => [w, k as StateRecordKind]));
 
@@ -194,6 +201,12 @@ export function encodeStateRecord(r: StateRecord): string {
         o: r.offset,
         retry: r.retryNext.map((x) => [x.queueId, x.next]),
       });
+    case 'txCommitting':
+      return JSON.stringify({ k, o: r.offset });
+    case 'txEnded':
+      return JSON.stringify({ k, o: r.offset, r: r.how === 'commit' ? 'c' : 'r' });
+    case 'txChecked':
+      return JSON.stringify({ k, o: r.offset, n: r.checks, at: r.at });
   }
 }
 
@@ -283,5 +296,11 @@ export function decodeStateRecord(json: unknown): StateRecord | null {
           return { queueId: int(p[0], what), next: int(p[1], what) };
         }),
       };
+    case 'txCommitting':
+      return { kind, offset: int(o.o, what) };
+    case 'txEnded':
+      return { kind, offset: int(o.o, what), how: o.r === 'c' ? 'commit' : 'rollback' };
+    case 'txChecked':
+      return { kind, offset: int(o.o, what), checks: int(o.n, what), at: num(o.at, what) };
   }
 }

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { VelaError } from '../common/errors.js';
 import { readFileIfExists, writeFileAtomic } from './atomic-file.js';
-import { SerialExecutor } from './serial-executor.js';
+import { SerialExecutor } from '../common/serial-executor.js';
 
 export const ScheduleKind = {
   SCHEDULED: 1,

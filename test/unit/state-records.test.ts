@@ -33,6 +33,10 @@ const OLD_RECORDS = [
   '{"k":"done","g":"G","t":"T","items":[[0,0,3]]}',
   '{"k":"forget","g":"G%BROADCAST%c1","t":"T"}',
   '{"k":"rst","g":"G","t":"T","q":1,"o":0,"retry":[[0,4],[1,0]]}',
+  '{"k":"txi","o":42}',
+  '{"k":"txe","o":42,"r":"c"}',
+  '{"k":"txe","o":43,"r":"r"}',
+  '{"k":"txk","o":44,"n":3,"at":1700000000789}',
 ];
 
 test('the record of the retry topic renaming round-trips', () => {

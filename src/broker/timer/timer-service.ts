@@ -29,7 +29,7 @@ import {
   type ScheduleEntry,
   type StoredMessage,
 } from '../../store/index.js';
-import { SerialExecutor } from '../../store/serial-executor.js';
+import { SerialExecutor } from '../../common/serial-executor.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { ScheduleHeap, type HeapEntry } from './schedule-heap.js';
 import { Stage } from './stage.js';

@@ -192,7 +192,7 @@ export class TransactionService implements StateParticipant {
     }
     tx.committing = true;
     try {
-      await this.journal.append({ k: 'txi', o: tx.offset });
+      await this.journal.append({ kind: 'txCommitting', offset: tx.offset });
       await this.store.append([commitRecord(m, realQueueOf(m, topic.writeQueueNums))]);
     } catch (err) {
       tx.committing = false;
@@ -203,7 +203,11 @@ export class TransactionService implements StateParticipant {
   }
 
   private async finish(tx: OpenTransaction, how: 'c' | 'r'): Promise<void> {
-    await this.journal.append({ k: 'txe', o: tx.offset, r: how });
+    await this.journal.append({
+      kind: 'txEnded',
+      offset: tx.offset,
+      how: how === 'c' ? 'commit' : 'rollback',
+    });
     this.open.delete(tx.offset);
   }
 
@@ -296,7 +300,7 @@ export class TransactionService implements StateParticipant {
     }
     tx.checks++;
     tx.lastCheckAt = now;
-    await this.journal.append({ k: 'txk', o: tx.offset, n: tx.checks, at: now });
+    await this.journal.append({ kind: 'txChecked', offset: tx.offset, checks: tx.checks, at: now });
     const producer = this.producerFor(tx);
     const sent =
       producer !== undefined &&
@@ -367,22 +371,25 @@ export class TransactionService implements StateParticipant {
   // ---- durability ----------------------------------------------------------------------------------------
 
   apply(rec: StateRecord): boolean {
-    const o = rec.o as number;
-    switch (rec.k) {
-      case 'txi': {
+    switch (rec.kind) {
+      case 'txCommitting': {
+        const o = rec.offset;
         const tx = this.open.get(o);
         if (tx) tx.committing = true;
         else if (o >= this.scanned) this.earlyOf(o).committing = true;
         return true;
       }
-      case 'txe':
+      case 'txEnded': {
+        const o = rec.offset;
         if (!this.open.delete(o) && o >= this.scanned) this.earlyOf(o).ended = true;
         return true;
-      case 'txk': {
+      }
+      case 'txChecked': {
+        const o = rec.offset;
         const tx = this.open.get(o) ?? (o >= this.scanned ? this.earlyOf(o) : undefined);
         if (tx) {
-          tx.checks = rec.n as number;
-          tx.lastCheckAt = rec.at as number;
+          tx.checks = rec.checks;
+          tx.lastCheckAt = rec.at;
         }
         return true;
       }

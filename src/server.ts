@@ -91,6 +91,7 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
       logger: logger.child({ module: 'admin' }),
       grpcAddress: () => `${config.host}:${grpcPort}`,
       ...(config.httpTls && tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+      token: config.adminToken,
     });
   } catch (err) {
     await remoting?.close(0);

@@ -7,6 +7,7 @@ import { Code, codeFacts } from '../common/codes.js';
 import { isVelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { AdminOperations, UpdateGroupInput, UpdateTopicInput } from './operations.js';
+import { accessHook } from './access.js';
 
 export interface AdminHttpOptions {
   host: string;
@@ -16,6 +17,8 @@ export interface AdminHttpOptions {
   grpcAddress: () => string;
   /** Serve HTTPS with this certificate and key (PEM) instead of HTTP. */
   https?: { cert: string; key: string };
+  /** The admin token (`adminToken`); '' for none. */
+  token: string;
 }
 
 export async function startAdminHttp(
@@ -31,8 +34,10 @@ export async function startAdminHttp(
         })
       : Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 })
   ) as FastifyInstance;
+  app.addHook('onRequest', accessHook({ token: opts.token }));
   app.setErrorHandler((err, _req, reply) => {
     if (isVelaError(err)) {
+      if (err.kind === 'ADMIN_UNAUTHORIZED') void reply.header('www-authenticate', 'Bearer realm="vela"');
       void reply
         .status(codeFacts(err.code).http)
         .send({ code: err.code, error: err.kind, message: err.message });

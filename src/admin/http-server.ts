@@ -8,6 +8,7 @@ import { isVelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { AdminOperations, UpdateGroupInput, UpdateTopicInput } from './operations.js';
 import { accessHook } from './access.js';
+import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 
 export interface AdminHttpOptions {
   host: string;
@@ -19,6 +20,8 @@ export interface AdminHttpOptions {
   https?: { cert: string; key: string };
   /** The admin token (`adminToken`); '' for none. */
   token: string;
+  /** Served at `GET /metrics` when given (the `metrics` setting). */
+  metrics?: BrokerMetrics | null;
 }
 
 export async function startAdminHttp(
@@ -53,6 +56,13 @@ export async function startAdminHttp(
   });
 
   app.get('/healthz', async () => ({ ok: true }));
+  const metrics = opts.metrics;
+  if (metrics) {
+    app.get('/metrics', async (_req, reply) => {
+      const text = await metrics.render();
+      return reply.header('content-type', metrics.contentType).send(text);
+    });
+  }
   app.get('/api/broker', async () => ops.brokerInfo());
 
   app.get('/api/topics', async () => ops.topicList());

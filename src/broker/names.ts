@@ -57,6 +57,22 @@ export function checkGroupName(name: unknown): asserts name is string {
     throw new VelaError('ILLEGAL_CONSUMER_GROUP', `"${name}" is a system group`);
 }
 
+/** Topics the broker owns: retry and dead-letter topics, RocketMQ's system topics (metrics' `is_system`). */
+export function isSystemTopic(name: string): boolean {
+  return (
+    name.startsWith(RETRY_PREFIX) ||
+    name.startsWith(DLQ_PREFIX) ||
+    name.startsWith('%SYS%') ||
+    name.startsWith('rmq_sys_') ||
+    SYSTEM_TOPICS.has(name)
+  );
+}
+
+/** RocketMQ's own consumer groups. */
+export function isSystemGroup(name: string): boolean {
+  return name.startsWith('CID_RMQ_SYS_');
+}
+
 /** The dead-letter topic of a group. */
 export function dlqTopicOf(group: string): string {
   return `${DLQ_PREFIX}${group}`;

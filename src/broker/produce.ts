@@ -150,6 +150,8 @@ export class ProduceService {
       autoCreateTopics: boolean;
       now: () => number;
       admit?: (topic: string) => void;
+      /** Told of each stored batch and how long the store took to make it durable (stats). */
+      onStored?: (topic: string, stored: readonly MessageInput[], durableMs: number) => void;
     },
   ) {}
 
@@ -184,7 +186,9 @@ export class ProduceService {
       }
     }
     if (inputs.length > 0) {
+      const started = performance.now();
       const stored = await this.store.append(inputs);
+      this.options.onStored?.(topic.name, inputs, performance.now() - started);
       for (let j = 0; j < stored.length; j++) {
         const r = stored[j]!;
         results[slots[j]!] = {

@@ -29,6 +29,8 @@ import type { GroupRegistry } from '../group-registry.js';
 import type { SessionRegistry } from '../sessions.js';
 import type { StateJournal, StateParticipant, StateRecord } from '../state-journal.js';
 import type { TagFilter } from '../filter.js';
+import type { ConsumeObserver } from '../consume-observer.js';
+import type { DeliveryOutcome } from '../delivery-history.js';
 import { retryDelayMs } from '../retry-policy.js';
 import { newNonce, type ReceiptHandles } from '../receipt-handle.js';
 import { DeadlineHeap } from './deadline-heap.js';
@@ -106,6 +108,8 @@ interface Failure {
   d: Delivery;
   requestedMs: number;
   immediate: boolean;
+  /** Why the delivery failed (for the delivery history). */
+  why: DeliveryOutcome;
 }
 
 const FAIL_CHUNK = 512;
@@ -207,6 +211,8 @@ function retryMessageId(origin: string, attempt: number): string {
 export class ConsumeService implements StateParticipant {
   readonly stateKey = 'consume';
   journal!: StateJournal;
+  /** Told of each delivery and how it ends (counters, delivery history); set by the broker. */
+  observer?: ConsumeObserver;
   private readonly states = new Map<string, GroupTopicState>();
   private readonly heap: DeadlineHeap<{ s: GroupTopicState; key: string; nonce: number } | { wake: string }>;
   private readonly waiters = new LongPollWaiters();
@@ -353,7 +359,10 @@ export class ConsumeService implements StateParticipant {
         results.push(err);
       }
     }
-    if (s && done.length > 0) await this.journalSettled(s, done);
+    if (s && done.length > 0) {
+      await this.journalSettled(s, done);
+      this.observer?.settled(group, topic, done, 'ACKED');
+    }
     return results;
   }
 
@@ -372,7 +381,9 @@ export class ConsumeService implements StateParticipant {
     const { s, key } = this.liveDelivery(group, topic, receiptHandle);
     const d = s.deliveries.get(key)!;
     if (d.autoRenew) {
-      await s.lock.run(() => this.failMany(s, [{ key, d, requestedMs: ms, immediate: false }]));
+      await s.lock.run(() =>
+        this.failMany(s, [{ key, d, requestedMs: ms, immediate: false, why: 'NACKED' }]),
+      );
       return receiptHandle;
     }
     d.nonce = newNonce();
@@ -391,6 +402,7 @@ export class ConsumeService implements StateParticipant {
       const m = await this.readDelivered(s, d);
       if (m) await this.deadLetter(s, [{ m, attempts: d.attempt }]);
       await this.journalSettled(s, [this.settle(s, key)]);
+      this.observer?.settled(s.group, s.topic, [d], 'FORWARDED_TO_DLQ', 'DLQ');
     });
   }
 
@@ -401,7 +413,7 @@ export class ConsumeService implements StateParticipant {
       const mine: Failure[] = [];
       for (const [key, d] of s.deliveries) {
         if (d.state === DeliveryState.INFLIGHT && d.autoRenew && d.clientId === clientId)
-          mine.push({ key, d, requestedMs: 0, immediate: true });
+          mine.push({ key, d, requestedMs: 0, immediate: true, why: 'RELEASED' });
       }
       if (mine.length === 0) continue;
       released += mine.length;
@@ -450,6 +462,62 @@ export class ConsumeService implements StateParticipant {
       });
     }
     return out;
+  }
+
+  /**
+   * Read-only figures of a group on a topic, for metrics and the console: per queue of the topic the
+   * next offset to hand out, deliveries in flight, FIFO deliveries waiting for or due for their retry,
+   * held FIFO messages and the lowest offset not yet settled; for the group's retry topic the
+   * deliveries in flight and, per retry queue, the next offset to read. Null without state.
+   */
+  figures(
+    group: string,
+    topic: string,
+  ): {
+    queues: Map<
+      number,
+      { next: number; inflight: number; waiting: number; due: number; held: number; lowest: number }
+    >;
+    retryInflight: number;
+    retryNext: number[];
+  } | null {
+    const s = this.states.get(skey(group, topic));
+    if (!s) return null;
+    const queues = new Map<
+      number,
+      { next: number; inflight: number; waiting: number; due: number; held: number; lowest: number }
+    >();
+    const q = (id: number) => {
+      let f = queues.get(id);
+      if (!f) {
+        const next = s.offsets.get(off(Source.TOPIC, id)) ?? this.store.queueState(topic, id).minOffset;
+        const held = s.fifo.get(id)?.held ?? [];
+        let lowest = next;
+        for (const h of held) lowest = Math.min(lowest, h.offset);
+        f = { next, inflight: 0, waiting: 0, due: 0, held: held.length, lowest };
+        queues.set(id, f);
+      }
+      return f;
+    };
+    let retryInflight = 0;
+    for (const d of s.deliveries.values()) {
+      if (d.source === Source.RETRY) {
+        retryInflight++;
+        continue;
+      }
+      const f = q(d.queueId);
+      if (d.state === DeliveryState.INFLIGHT) f.inflight++;
+      else if (d.state === DeliveryState.WAITING_RETRY) f.waiting++;
+      else f.due++;
+      f.lowest = Math.min(f.lowest, d.offset);
+    }
+    const t = this.topics.get(topic);
+    for (let id = 0; id < (t?.readQueueNums ?? 0); id++) q(id);
+    const retryNext = Array.from(
+      { length: RETRY_QUEUES },
+      (_, i) => s.offsets.get(off(Source.RETRY, i)) ?? 0,
+    );
+    return { queues, retryInflight, retryNext };
   }
 
   /** Messages of a group waiting in its retry topic for `topic`. */
@@ -716,7 +784,7 @@ export class ConsumeService implements StateParticipant {
     // Invisible time over without an ack: a failed attempt. A push consumer that is still alive is
     // renewed before this happens, so here the consumer is gone or timed out. Expiries are handled
     // in batches (one store append, one journal write for many).
-    s.expiring.push({ key, d, requestedMs: 0, immediate: !d.autoRenew });
+    s.expiring.push({ key, d, requestedMs: 0, immediate: !d.autoRenew, why: 'EXPIRED' });
     if (s.expiring.length === 1) {
       setImmediate(() => {
         const due = s.expiring.splice(0);
@@ -745,6 +813,7 @@ export class ConsumeService implements StateParticipant {
     const maxAttempts = (g?.retryMaxTimes ?? 16) + 1;
     const now = this.now();
     const waits: Tuple[] = [];
+    const waiting: Failure[] = [];
     const rest: Failure[] = [];
     for (const f of failures) {
       const { key, d } = f;
@@ -756,11 +825,13 @@ export class ConsumeService implements StateParticipant {
         d.deadline = now + (f.immediate ? 0 : Math.max(f.requestedMs, g.fifoRetryIntervalMs));
         this.heap.push(d.deadline, { s, key, nonce: d.nonce });
         waits.push(toTuple(d));
+        waiting.push(f);
       } else {
         rest.push(f);
       }
     }
     if (waits.length > 0) await this.journal.append({ k: 'dlv', g: s.group, t: s.topic, d: waits });
+    for (const f of waiting) this.observer?.settled(s.group, s.topic, [f.d], f.why, 'FIFO_RETRY');
     if (rest.length === 0) return;
     const policy = g?.retryPolicy ?? { type: 'CUSTOMIZED' as const, next: [] };
     const messages = await Promise.all(rest.map((f) => this.readDelivered(s, f.d)));
@@ -781,8 +852,15 @@ export class ConsumeService implements StateParticipant {
     }
     if (dead.length > 0) await this.deadLetter(s, dead);
     if (retries.length > 0) await this.store.append(retries);
-    const done = rest.filter((f) => s.deliveries.get(f.key) === f.d).map((f) => this.settle(s, f.key));
+    const settled = rest.filter((f) => s.deliveries.get(f.key) === f.d);
+    const done = settled.map((f) => this.settle(s, f.key));
     if (done.length > 0) await this.journalSettled(s, done);
+    if (this.observer) {
+      for (const f of settled) {
+        const next = f.d.attempt >= maxAttempts ? 'DLQ' : 'RETRY';
+        this.observer.settled(s.group, s.topic, [f.d], f.why, next);
+      }
+    }
   }
 
   private async deadLetter(
@@ -793,6 +871,7 @@ export class ConsumeService implements StateParticipant {
     if (!this.topics.get(dlq))
       await this.topics.upsert(dlq, { readQueueNums: 1, writeQueueNums: 1 }, { system: true });
     await this.store.append(dead.map(({ m, attempts }) => dlqRecord(m, s.group, s.topic, attempts)));
+    this.observer?.deadLettered(baseGroupOf(s.group), s.topic, dead.length);
     this.deadLettered.set(
       baseGroupOf(s.group),
       (this.deadLettered.get(baseGroupOf(s.group)) ?? 0) + dead.length,
@@ -855,12 +934,9 @@ export class ConsumeService implements StateParticipant {
         taken.add(d.fifoKey);
       }
       tuples.push(toTuple(d));
-      out.push({
-        message: this.present(s, m, d),
-        receiptHandle: this.handle(s, d),
-        deliveryAttempt: d.attempt,
-        invisibleMs,
-      });
+      const message = this.present(s, m, d);
+      out.push({ message, receiptHandle: this.handle(s, d), deliveryAttempt: d.attempt, invisibleMs });
+      this.observer?.delivered(s.group, s.topic, d, message);
       this.heap.push(d.deadline, { s, key, nonce: d.nonce });
     };
     const advance = (src: Source, q: number, next: number) => {

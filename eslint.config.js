@@ -23,6 +23,7 @@ export default tseslint.config(
       '.bench-data/',
       '.cache/',
       '.interop-cache/',
+      'test-artifacts/',
     ],
   },
   js.configs.recommended,

@@ -119,6 +119,14 @@ export default tseslint.config(
     ),
   },
   {
+    files: ['src/bench/**/*.ts'],
+    rules: layer(
+      '`vela bench` is a client like any other: the SDK (client/) and common/ only',
+      '(^|/)(broker|store|protocol|admin|remoting|metrics|dashboard)/',
+      ROOTS,
+    ),
+  },
+  {
     files: ['src/client/**/*.ts'],
     rules: layer(
       'the SDK shares only the wire codec with protocol/',

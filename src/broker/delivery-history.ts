@@ -4,9 +4,11 @@
  * left, forwarded to the DLQ) and what came next (a retry, the DLQ). Pull consumers' reads are noted
  * as reads; whether they are consumed is what their committed offset says.
  *
- * Bounded in memory: the newest `capacity` messages (by their original id, so a message's retries
- * stay with it) are remembered, each with its latest `perMessage` records; older ones are forgotten.
- * Nothing here is persisted: after a restart the history starts empty.
+ * Bounded in memory: the newest `capacity` deliveries are remembered, in a ring (the oldest is
+ * forgotten as a new one comes). Recording one costs an object and, for a delivery in flight, an entry
+ * in a map of the deliveries not yet settled (as large as what is in flight); finding a message's
+ * deliveries scans the ring, which only the console does. Nothing here is persisted: after a restart
+ * the history starts empty.
  */
 
 export type DeliveryOutcome =
@@ -50,34 +52,51 @@ export interface DeliverySlot {
   offset: number;
 }
 
-const openKey = (group: string, topic: string, d: DeliverySlot) =>
-  `${group}\u0000${topic}\u0000${d.source}:${d.queueId}:${d.offset}`;
+/** A queue (of the topic, or of the retry topic) as one small integer: no string built per delivery. */
+const queueKey = (d: DeliverySlot) => d.queueId * 2 + (d.source & 1);
+
+interface Entry {
+  origin: string;
+  rec: DeliveryRecord;
+  /** Set while a POP delivery is not settled: where it is in `open`. */
+  openIn: Map<number, Entry> | undefined;
+  key: number;
+}
 
 export class DeliveryHistory {
-  private readonly byMessage = new Map<string, DeliveryRecord[]>();
-  /** Deliveries not yet settled, to attach their outcome. */
-  private readonly open = new Map<string, DeliveryRecord>();
+  private readonly ring: (Entry | undefined)[] = [];
+  private head = 0;
+  /** Deliveries not yet settled, by group, topic, queue and offset, to attach their outcome. */
+  private readonly open = new Map<string, Map<string, Map<number, Map<number, Entry>>>>();
 
   constructor(
-    /** Messages remembered; 0 turns the history off. */
+    /** Deliveries remembered; 0 turns the history off. */
     readonly capacity: number,
-    readonly perMessage = 32,
   ) {}
 
   get enabled(): boolean {
     return this.capacity > 0;
   }
 
-  /** Messages remembered now. */
+  /** Deliveries remembered now. */
   get size(): number {
-    return this.byMessage.size;
+    return this.ring.length;
   }
 
   /** A message was handed to a consumer (POP). */
   delivered(originId: string, group: string, topic: string, slot: DeliverySlot, rec: DeliveryRecord): void {
     if (!this.enabled) return;
-    this.add(originId, rec);
-    this.open.set(openKey(group, topic, slot), rec);
+    let byTopic = this.open.get(group);
+    if (!byTopic) this.open.set(group, (byTopic = new Map()));
+    let byQueue = byTopic.get(topic);
+    if (!byQueue) byTopic.set(topic, (byQueue = new Map()));
+    const q = queueKey(slot);
+    let slots = byQueue.get(q);
+    if (!slots) byQueue.set(q, (slots = new Map()));
+    const e = this.add(originId, rec);
+    e.openIn = slots;
+    e.key = slot.offset;
+    slots.set(slot.offset, e);
   }
 
   /** Messages read by a pull consumer, or an operator's action on a message. */
@@ -94,49 +113,46 @@ export class DeliveryHistory {
     at: number,
     next?: DeliveryNext,
   ): void {
-    if (!this.enabled || this.open.size === 0) return;
+    const byQueue = this.open.get(group)?.get(topic);
+    if (!byQueue) return;
     for (const d of slots) {
-      const k = openKey(group, topic, d);
-      const rec = this.open.get(k);
-      if (!rec) continue;
-      this.open.delete(k);
-      rec.outcome = outcome;
-      rec.settledAt = at;
-      if (next) rec.next = next;
+      const open = byQueue.get(queueKey(d));
+      const e = open?.get(d.offset);
+      if (!e) continue;
+      open!.delete(d.offset);
+      e.openIn = undefined;
+      e.rec.outcome = outcome;
+      e.rec.settledAt = at;
+      if (next) e.rec.next = next;
     }
   }
 
-  /** Every record of a message (by its original id), oldest first. */
-  of(originId: string): DeliveryRecord[] {
-    return (this.byMessage.get(originId) ?? []).map((r) => ({ ...r }));
+  /** Every remembered delivery of a message (by its original id), oldest first, at most `limit`. */
+  of(originId: string, limit = 256): DeliveryRecord[] {
+    const out: DeliveryRecord[] = [];
+    const n = this.ring.length;
+    // Oldest first: from the slot the next delivery overwrites, round to the newest.
+    for (let i = 0; i < n; i++) {
+      const e = this.ring[(this.head + i) % n];
+      if (e && e.origin === originId) out.push({ ...e.rec });
+    }
+    return out.slice(-limit);
   }
 
-  private add(originId: string, rec: DeliveryRecord): void {
-    let list = this.byMessage.get(originId);
-    if (list) {
-      // Most recently active last, so the oldest is evicted first.
-      this.byMessage.delete(originId);
-    } else {
-      list = [];
-    }
-    list.push(rec);
-    if (list.length > this.perMessage) this.forget(list.shift()!);
-    this.byMessage.set(originId, list);
-    while (this.byMessage.size > this.capacity) {
-      const [oldest, records] = this.byMessage.entries().next().value as [string, DeliveryRecord[]];
-      this.byMessage.delete(oldest);
-      for (const r of records) this.forget(r);
-    }
+  /** Deliveries in flight that the history still remembers. */
+  get openCount(): number {
+    let n = 0;
+    for (const byTopic of this.open.values())
+      for (const byQueue of byTopic.values()) for (const slots of byQueue.values()) n += slots.size;
+    return n;
   }
 
-  /** Drop an evicted record's open entry (if it still stands for it). */
-  private forget(rec: DeliveryRecord): void {
-    if (rec.outcome !== 'IN_FLIGHT' || rec.via !== 'POP') return;
-    const k = openKey(rec.group, rec.topic, {
-      source: rec.retry ? 1 : 0,
-      queueId: rec.queueId,
-      offset: rec.queueOffset,
-    });
-    if (this.open.get(k) === rec) this.open.delete(k);
+  private add(origin: string, rec: DeliveryRecord): Entry {
+    const oldest = this.ring[this.head];
+    if (oldest?.openIn && oldest.openIn.get(oldest.key) === oldest) oldest.openIn.delete(oldest.key);
+    const e: Entry = { origin, rec, openIn: undefined, key: 0 };
+    this.ring[this.head] = e;
+    this.head = (this.head + 1) % this.capacity;
+    return e;
   }
 }

@@ -77,10 +77,13 @@ export interface Totals {
 export class BrokerStats {
   /** ms since the epoch, when the broker opened. */
   readonly startedAt: number;
-  readonly in = new Map<string, InCounter>();
-  readonly out = new Map<string, OutCounter>();
-  readonly dlq = new Map<string, DlqCounter>();
-  readonly rpc = new Map<string, RpcCounter>();
+  /** topic → message type → counter (nested maps: no key string built per call). */
+  private readonly inByTopic = new Map<string, Map<string, InCounter>>();
+  /** group → topic → [from the topic, from the retry topic]. */
+  private readonly outByGroup = new Map<string, Map<string, [OutCounter, OutCounter]>>();
+  private readonly dlqByGroup = new Map<string, Map<string, DlqCounter>>();
+  private readonly rpcCounters: RpcCounter[] = [];
+  private readonly rpcIndex = new Map<string, RpcCounter>();
   readonly flush = new Histogram(FLUSH_LATENCY_BUCKETS_MS);
   readonly totals: Totals = { messagesIn: 0, bytesIn: 0, messagesOut: 0, bytesOut: 0 };
 
@@ -90,11 +93,12 @@ export class BrokerStats {
 
   /** Messages stored by a send (one call per batch). */
   received(topic: string, messageType: string, bodySizes: readonly number[]): void {
-    const k = `${topic}\u0000${messageType}`;
-    let c = this.in.get(k);
+    let byType = this.inByTopic.get(topic);
+    if (!byType) this.inByTopic.set(topic, (byType = new Map()));
+    let c = byType.get(messageType);
     if (!c) {
       c = { topic, messageType, messages: 0, bytes: 0, sizes: new Histogram(MESSAGE_SIZE_BUCKETS) };
-      this.in.set(k, c);
+      byType.set(messageType, c);
     }
     let bytes = 0;
     for (const s of bodySizes) {
@@ -109,12 +113,17 @@ export class BrokerStats {
 
   /** Messages handed to a consumer (receive or pull). */
   delivered(group: string, topic: string, retry: boolean, messages: number, bytes: number): void {
-    const k = `${group}\u0000${topic}\u0000${retry ? 1 : 0}`;
-    let c = this.out.get(k);
-    if (!c) {
-      c = { group, topic, retry, messages: 0, bytes: 0 };
-      this.out.set(k, c);
+    let byTopic = this.outByGroup.get(group);
+    if (!byTopic) this.outByGroup.set(group, (byTopic = new Map()));
+    let pair = byTopic.get(topic);
+    if (!pair) {
+      pair = [
+        { group, topic, retry: false, messages: 0, bytes: 0 },
+        { group, topic, retry: true, messages: 0, bytes: 0 },
+      ];
+      byTopic.set(topic, pair);
     }
+    const c = pair[retry ? 1 : 0];
     c.messages += messages;
     c.bytes += bytes;
     this.totals.messagesOut += messages;
@@ -122,29 +131,51 @@ export class BrokerStats {
   }
 
   deadLettered(group: string, topic: string, messages: number): void {
-    const k = `${group}\u0000${topic}`;
-    let c = this.dlq.get(k);
-    if (!c) {
-      c = { group, topic, messages: 0 };
-      this.dlq.set(k, c);
-    }
+    let byTopic = this.dlqByGroup.get(group);
+    if (!byTopic) this.dlqByGroup.set(group, (byTopic = new Map()));
+    let c = byTopic.get(topic);
+    if (!c) byTopic.set(topic, (c = { group, topic, messages: 0 }));
     c.messages += messages;
   }
 
-  /** One request served by an edge: its name, outcome and duration. */
-  served(protocol: string, request: string, responseCode: string, longPolling: boolean, ms: number): void {
+  /**
+   * The latency histogram of one kind of request and outcome (created on first use): edges keep it
+   * and call `observe(ms)` on it for each request, so serving one costs no lookup.
+   */
+  rpcLatency(protocol: string, request: string, responseCode: string, longPolling: boolean): Histogram {
     const k = `${protocol}\u0000${request}\u0000${responseCode}\u0000${longPolling ? 1 : 0}`;
-    let c = this.rpc.get(k);
+    let c = this.rpcIndex.get(k);
     if (!c) {
       c = { protocol, request, responseCode, longPolling, latency: new Histogram(RPC_LATENCY_BUCKETS_MS) };
-      this.rpc.set(k, c);
+      this.rpcIndex.set(k, c);
+      this.rpcCounters.push(c);
     }
-    c.latency.observe(ms);
+    return c.latency;
   }
 
   /** A store append became durable `ms` after it was made. */
   flushed(ms: number): void {
     this.flush.observe(ms);
+  }
+
+  /** Messages in, per topic and message type. */
+  *inCounters(): Iterable<InCounter> {
+    for (const byType of this.inByTopic.values()) yield* byType.values();
+  }
+
+  /** Messages out, per group, topic and retry-or-not (only those that moved). */
+  *outCounters(): Iterable<OutCounter> {
+    for (const byTopic of this.outByGroup.values()) {
+      for (const pair of byTopic.values()) for (const c of pair) if (c.messages > 0) yield c;
+    }
+  }
+
+  *dlqCounters(): Iterable<DlqCounter> {
+    for (const byTopic of this.dlqByGroup.values()) yield* byTopic.values();
+  }
+
+  rpcCounterList(): readonly RpcCounter[] {
+    return this.rpcCounters;
   }
 }
 

@@ -305,8 +305,8 @@ export const TOP_SCHEMA = {
     env: 'VELA_ADMIN_TOKEN',
   } as Setting<string>,
   deliveryHistory: num(
-    10_000,
-    'messages whose deliveries (attempt, client, outcome) the broker remembers for the console, newest kept; `0` turns it off',
+    50_000,
+    'deliveries (attempt, client, outcome) the broker remembers for the console, the newest kept; `0` turns it off',
     'count',
   ),
 } as const;

@@ -87,10 +87,10 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
     is_system: bool(isSystemTopic(c.topic)),
   });
   counter('rocketmq_messages_in_total', 'Messages stored by sends', inLabels, (m) => {
-    for (const c of stats.in.values()) m.inc(inOf(c), c.messages);
+    for (const c of stats.inCounters()) m.inc(inOf(c), c.messages);
   });
   counter('rocketmq_throughput_in_total', 'Bytes of message bodies stored by sends', inLabels, (m) => {
-    for (const c of stats.in.values()) m.inc(inOf(c), c.bytes);
+    for (const c of stats.inCounters()) m.inc(inOf(c), c.bytes);
   });
   new CollectedHistogram(
     {
@@ -101,7 +101,7 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
       registry,
     },
     function* () {
-      for (const c of stats.in.values()) yield { labels: inOf(c), counts: c.sizes };
+      for (const c of stats.inCounters()) yield { labels: inOf(c), counts: c.sizes };
     },
   );
 
@@ -112,7 +112,7 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
       string,
       { topic: string; group: string; retry: boolean; messages: number; bytes: number }
     >();
-    for (const c of stats.out.values()) {
+    for (const c of stats.outCounters()) {
       const group = baseGroup(c.group);
       const k = `${group}\u0000${c.topic}\u0000${c.retry}`;
       const t = m.get(k) ?? { topic: c.topic, group, retry: c.retry, messages: 0, bytes: 0 };
@@ -139,7 +139,7 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
     'Messages moved to a dead-letter queue',
     ['topic', 'consumer_group', 'is_system'] as const,
     (m) => {
-      for (const c of stats.dlq.values()) {
+      for (const c of stats.dlqCounters()) {
         m.inc(
           {
             topic: c.topic,
@@ -204,7 +204,7 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
       registry,
     },
     function* () {
-      for (const c of stats.rpc.values()) {
+      for (const c of stats.rpcCounterList()) {
         yield {
           labels: {
             protocol_type: c.protocol,

@@ -49,22 +49,25 @@ test('outcomes go to the delivery they belong to, with what follows', () => {
   assert.equal(h.of('nope').length, 0);
 });
 
-test('bounded: the oldest messages and the oldest records of a message are forgotten', () => {
-  const h = new DeliveryHistory(100, 4);
+test('bounded: the oldest deliveries are forgotten, with their open entries', () => {
+  const h = new DeliveryHistory(100);
   for (let i = 0; i < 1000; i++) {
     h.delivered(`m${i}`, 'G', 'T', { source: 0, queueId: 0, offset: i }, rec({ queueOffset: i }));
   }
   assert.equal(h.size, 100);
-  assert.equal(h.of('m0').length, 0);
+  assert.equal(h.of('m899').length, 0);
+  assert.equal(h.of('m900').length, 1);
   assert.equal(h.of('m999').length, 1);
-  // Forgotten deliveries leave nothing behind to settle.
+  assert.equal(h.openCount, 100);
+  // A forgotten delivery leaves nothing behind to settle.
   h.settled('G', 'T', [{ source: 0, queueId: 0, offset: 0 }], 'ACKED', 5);
-  assert.equal((h as unknown as { open: Map<string, unknown> }).open.size, 100);
+  assert.equal(h.openCount, 100);
   for (let a = 1; a <= 10; a++) h.noted('m999', rec({ attempt: a, via: 'PULL', outcome: 'PULLED' }));
   assert.deepEqual(
     h.of('m999').map((r) => r.attempt),
-    [7, 8, 9, 10],
+    [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
   );
+  assert.equal(h.openCount, 90, 'the ten oldest open deliveries were overwritten');
   // Turned off: nothing is kept.
   const off = new DeliveryHistory(0);
   off.delivered('x', 'G', 'T', { source: 0, queueId: 0, offset: 0 }, rec());

@@ -183,9 +183,16 @@ test('topics, groups, lag, messages by key, dead letters: through the console', 
 
   // The dead letter's story: expired, to the DLQ, resent by an operator, delivered again and acked.
   await page.goto(`${b.adminUrl}/console/#/messages?key=${deadKey}`);
-  await detail.getByTestId('deliveries').waitFor();
-  const outcomes = await detail.getByTestId('delivery-outcome').allInnerTexts();
-  assert.deepEqual(outcomes, ['EXPIRED', 'RESENT FROM DLQ', 'ACKED']);
+  // The page shows the previous message until the new search answers: wait for this one's outcomes.
+  const outcomes = detail.getByTestId('delivery-outcome');
+  const expected = ['EXPIRED', 'RESENT FROM DLQ', 'ACKED'];
+  await waitFor(async () => (await outcomes.allInnerTexts()).join() === expected.join(), {
+    timeoutMs: 10_000,
+    what: `the deliveries of the dead letter (${expected.join(', ')})`,
+  }).catch(async (err: Error) => {
+    throw new Error(`${err.message}; shown: ${(await outcomes.allInnerTexts()).join(', ')}`);
+  });
+  assert.match(await detail.innerText(), new RegExp(deadKey));
 
   // Delete the topic from the list.
   await page.getByRole('link', { name: 'Topics' }).click();

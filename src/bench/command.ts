@@ -2,11 +2,10 @@
  * `vela bench producer|consumer|e2e`: load a broker through Vela's SDK, like RocketMQ's
  * benchmark/producer.sh and consumer.sh, with a live line every second (send/receive TPS, latencies,
  * errors) on stderr and a summary on stdout at the end (`--json` for scripts). Ctrl-C ends the run
- * early, with its summary.
+ * early, with its summary. The SDK and the progress bar are imported only when a run starts.
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { SingleBar } from 'cli-progress';
-import { runBench, type BenchMode, type BenchOptions, type BenchSummary, type Tick } from './run.js';
+import type { BenchMode, BenchOptions, BenchSummary, Tick } from './run.js';
 
 interface Flags {
   endpoints: string;
@@ -144,6 +143,8 @@ export function registerBenchCommand(program: Command): void {
         ...(flags.token ? { token: flags.token } : {}),
         drainMs: 10_000,
       };
+      // Loaded only when a bench runs: `vela admin` and `vela broker` start without the SDK.
+      const [{ runBench }, { SingleBar }] = await Promise.all([import('./run.js'), import('cli-progress')]);
       const totalS = Math.ceil(flags.duration);
       const bar = flags.progress
         ? new SingleBar({

@@ -91,7 +91,13 @@ test('producer --rate holds the rate; consumer drains what is there', async () =
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stderr, '', 'no live line with --no-progress');
   const s = JSON.parse(r.stdout) as BenchSummary;
-  assert.ok(s.sent >= 120 && s.sent <= 240, `about 200 sent at 100/s in 2 s, got ${s.sent}`);
+  // At most the rate allows (a busy machine may send fewer, never more; a stalled second is caught
+  // up by at most one more second's worth).
+  assert.ok(s.sent >= 20 && s.sent <= 100 * s.durationS + 10, `${s.sent} sent at 100/s in ${s.durationS} s`);
+  assert.ok(
+    s.timeline.every((t) => t.sendTps <= 210),
+    JSON.stringify(s.timeline.map((t) => t.sendTps)),
+  );
   assert.equal(s.e2e, undefined);
 
   const group = uniqueName('BenchDrain');
@@ -103,7 +109,7 @@ test('producer --rate holds the rate; consumer drains what is there', async () =
     '-g',
     group,
     '-d',
-    '2',
+    '5',
     '--consumer',
     'simple',
     '-w',

@@ -222,22 +222,32 @@ test('the overview charts live throughput', async () => {
       awaitDurationMs: 200,
     }),
   );
-  const until = Date.now() + 5000;
+  // Traffic runs while the chart is watched: at least 5 s of it, and until the chart shows it.
+  let stop = false;
   let sent = 0;
-  while (Date.now() < until) {
-    await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        producer.send({ topic, body: `event ${sent + i}`, keys: [`k${i}`] }),
-      ),
+  const traffic = (async () => {
+    while (!stop) {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          producer.send({ topic, body: `event ${sent + i}`, keys: [`k${i}`] }),
+        ),
+      );
+      sent += 20;
+      for (const m of await consumer.receive(32, 30_000)) await consumer.ack(m);
+    }
+  })();
+  try {
+    const until = Date.now() + 5000;
+    const legend = page.locator('figure.chart').first().locator('.legend b').first();
+    await waitFor(
+      async () => Date.now() >= until && Number((await legend.innerText()).replace(/[^0-9.]/g, '')) > 0,
+      { timeoutMs: 30_000, what: 'a non-zero rate in the chart' },
     );
-    sent += 20;
-    for (const m of await consumer.receive(32, 30_000)) await consumer.ack(m);
+    await shot(page, 'overview');
+  } finally {
+    stop = true;
+    await traffic;
   }
-  const legend = page.locator('figure.chart').first().locator('.legend b').first();
-  await waitFor(async () => Number((await legend.innerText()).replace(/[^0-9.]/g, '')) > 0, {
-    what: 'a non-zero rate in the chart',
-  });
-  await shot(page, 'overview');
   assert.deepEqual(problems, []);
 });
 

@@ -227,7 +227,8 @@ export async function runBench(
     let last = { sent: 0, received: 0, at: started };
     const tick = () => {
       const now = performance.now();
-      const dt = Math.max(1e-3, (now - last.at) / 1000);
+      // Rates over at least a second: the run's last tick may cover a fraction of one.
+      const dt = Math.max(1, (now - last.at) / 1000);
       const t: Tick = {
         second: Math.round((now - started) / 1000),
         sendTps: Math.round((sent - last.sent) / dt),

@@ -29,6 +29,11 @@ import { SendBackService } from './send-back.js';
 import { ClientChannels } from './client-channels.js';
 import { TimerService } from './timer/timer-service.js';
 import { TransactionService } from './transaction/transaction-service.js';
+import { BrokerStats } from './stats.js';
+import { DeliveryHistory } from './delivery-history.js';
+import { ConsumptionObserver } from './consume-observer.js';
+import { messageTypeOf } from './produce.js';
+import { originIdOf } from './consume/retry-records.js';
 
 /** What the broker needs at run time besides its settings. */
 export interface BrokerDeps {
@@ -70,6 +75,10 @@ export class Broker {
   readonly transactions: TransactionService;
   /** Live client streams the broker can send commands through. */
   readonly channels: ClientChannels;
+  /** Counters for metrics and the console (stats.ts). */
+  readonly stats: BrokerStats;
+  /** Recent deliveries of messages, for the console (delivery-history.ts). */
+  readonly deliveries: DeliveryHistory;
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the broker is closing'));
   private closing: Promise<void> | null = null;
 
@@ -85,6 +94,8 @@ export class Broker {
       timer: TimerService;
       transactions: TransactionService;
       channels: ClientChannels;
+      stats: BrokerStats;
+      deliveries: DeliveryHistory;
     },
     readonly config: VelaConfig,
     readonly clock: Clock,
@@ -104,6 +115,10 @@ export class Broker {
     this.timer = parts.timer;
     this.transactions = parts.transactions;
     this.channels = parts.channels;
+    this.stats = parts.stats;
+    this.deliveries = parts.deliveries;
+    const observer = new ConsumptionObserver(this.stats, this.deliveries, () => clock.now());
+    this.consume.observer = observer;
     this.pull = new PullService(
       store,
       this.topics,
@@ -115,6 +130,7 @@ export class Broker {
       clock,
       (g) => this.consumers.clusteringIds(g),
     );
+    this.pull.observer = observer;
     this.flow = new FlowControl(this.consume, config.flowControl, logger.child({ module: 'flow' }));
     this.produce = new ProduceService(store, this.topics, config.produce, {
       autoCreateTopics: config.autoCreateTopics,
@@ -124,6 +140,19 @@ export class Broker {
         timer: this.timer,
         transactions: this.transactions,
         maxDelayMs: config.timer.maxDelayMs,
+      },
+      onStored: (topic, stored, ms) => {
+        this.stats.flushed(ms);
+        const type = messageTypeOf(stored[0]!.sysFlag ?? 0);
+        if (stored.every((m) => (m.sysFlag ?? 0) === (stored[0]!.sysFlag ?? 0))) {
+          this.stats.received(
+            topic,
+            type,
+            stored.map((m) => m.body.length),
+          );
+        } else {
+          for (const m of stored) this.stats.received(topic, messageTypeOf(m.sysFlag ?? 0), [m.body.length]);
+        }
       },
     });
   }
@@ -200,7 +229,18 @@ export class Broker {
       const broker = new Broker(
         store,
         journal,
-        { topics, groups, sessions, consume, offsets, timer, transactions, channels },
+        {
+          topics,
+          groups,
+          sessions,
+          consume,
+          offsets,
+          timer,
+          transactions,
+          channels,
+          stats: new BrokerStats(clock.now()),
+          deliveries: new DeliveryHistory(config.deliveryHistory),
+        },
         config,
         clock,
         logger,
@@ -244,6 +284,54 @@ export class Broker {
    * it. Nothing of it is delivered again; a topic created again under its name starts empty (the
    * purge is repeated then, in case a crash cut this one short).
    */
+  /** When the oldest message still stored was stored (0 when there is none). */
+  async oldestStoreTimestamp(): Promise<number> {
+    const m = await this.store.getMessage(this.store.stats().logStart);
+    return m?.storeTimestamp ?? 0;
+  }
+
+  /**
+   * When the message at `offset` of a queue was stored (0 if it is not stored): how long the oldest
+   * unconsumed message has waited is what lag in time means.
+   */
+  async storeTimestampAt(topic: string, queueId: number, offset: number): Promise<number> {
+    const r = await this.store.read(topic, queueId, offset, { maxCount: 1 });
+    const m = r.messages[0];
+    return m && m.queueOffset === offset ? m.storeTimestamp : 0;
+  }
+
+  /** Messages stored in a topic between two times (ms), oldest first, at most `limit`. */
+  async messagesBetween(topic: string, from: number, to: number, limit = 32): Promise<BrokerMessage[]> {
+    const t = this.topics.require(topic);
+    const out: BrokerMessage[] = [];
+    const cap = Math.min(Math.max(1, limit), 1000);
+    for (let q = 0; q < Math.max(t.readQueueNums, t.writeQueueNums); q++) {
+      // The oldest `cap` of each queue in the range, merged: the oldest `cap` of the topic.
+      let at = await this.store.offsetForTimestamp(topic, q, from);
+      let taken = 0;
+      while (taken < cap) {
+        const r = await this.store.read(topic, q, at, { maxCount: 64, maxBytes: 4 * 1024 * 1024 });
+        if (r.messages.length === 0) break;
+        let past = false;
+        for (const m of r.messages) {
+          if (m.storeTimestamp > to) {
+            past = true;
+            break;
+          }
+          if (m.storeTimestamp >= from && taken < cap) {
+            out.push(m);
+            taken++;
+          }
+        }
+        if (past || r.nextOffset <= at) break;
+        at = r.nextOffset;
+      }
+    }
+    out.sort((a, b) => a.storeTimestamp - b.storeTimestamp || a.queueId - b.queueId);
+    return out.slice(0, cap);
+  }
+
+  /** Delete a topic's metadata and every group's consumption state for it (messages age out). */
   async deleteTopic(name: string): Promise<void> {
     await this.topics.delete(name);
     await this.purgeTopic(name);
@@ -341,6 +429,21 @@ export class Broker {
         (m) => !messageId || m.messageId === messageId || m.properties.ORIGIN_MESSAGE_ID === messageId,
       );
       if (chosen.length > 0) await this.store.append(chosen.map((m) => resendRecord(m, group)));
+      for (const m of chosen) {
+        this.deliveries.noted(originIdOf(m), {
+          group,
+          topic: m.properties.DLQ_ORIGIN_TOPIC ?? '',
+          messageId: m.messageId,
+          attempt: 0,
+          clientId: '',
+          via: 'ADMIN',
+          retry: false,
+          queueId: m.queueId,
+          queueOffset: m.queueOffset,
+          at: this.clock.now(),
+          outcome: 'RESENT_FROM_DLQ',
+        });
+      }
       resent += chosen.length;
       if (page.messages.length === 0 || page.nextOffset >= page.maxOffset) break;
       offset = page.nextOffset;

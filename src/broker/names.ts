@@ -101,6 +101,18 @@ export function checkNewGroupName(name: unknown): asserts name is string {
   }
 }
 
+/** Topics the broker owns: retry and dead-letter topics, RocketMQ's system topics (metrics' `is_system`). */
+export function isSystemTopic(name: string): boolean {
+  return (
+    RESERVED_PREFIXES.some((p) => name.startsWith(p)) || /^rmq_sys_/i.test(name) || SYSTEM_TOPICS.has(name)
+  );
+}
+
+/** RocketMQ's own consumer groups. */
+export function isSystemGroup(name: string): boolean {
+  return name.startsWith('CID_RMQ_SYS_');
+}
+
 /** The dead-letter topic of a group. */
 export function dlqTopicOf(group: string): string {
   return `${DLQ_PREFIX}${group}`;

@@ -177,6 +177,8 @@ export class ProduceService {
       now: () => number;
       admit?: (topic: string) => void;
       special?: SpecialSends;
+      /** Told of each stored batch and how long the store took to make it durable (stats). */
+      onStored?: (topic: string, stored: readonly MessageInput[], durableMs: number) => void;
     },
   ) {}
 
@@ -228,9 +230,11 @@ export class ProduceService {
     }
     if (inputs.length > 0) {
       if (delayed) await this.options.special!.timer.prepareTopic(topic.name);
+      const started = performance.now();
       const stored = await this.store.append(inputs);
       // Index what was diverted before anything else runs (see TimerService.scheduled).
       const handles = this.indexSpecial(inputs, stored, kinds);
+      this.options.onStored?.(topic.name, inputs, performance.now() - started);
       for (let j = 0; j < stored.length; j++) {
         const r = stored[j]!;
         const input = inputs[j]!;

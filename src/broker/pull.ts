@@ -22,6 +22,7 @@ import type { SessionRegistry, ClientSession } from './sessions.js';
 import type { OffsetStore } from './offsets.js';
 import { allocateAveragely } from './assignment.js';
 import { LongPollWaiters } from './consume/long-poll.js';
+import type { PullObserver } from './consume-observer.js';
 
 export interface PullRequest {
   group: string;
@@ -64,6 +65,8 @@ export const CONSUMER_NAME_PROPERTY = 'vela.consumer.name';
 
 export class PullService {
   private readonly waiters = new LongPollWaiters();
+  /** Told of the messages each pull returns (counters, delivery history); set by the broker. */
+  observer?: PullObserver;
 
   constructor(
     private readonly store: MessageStore,
@@ -186,9 +189,12 @@ export class PullService {
         if (notDue !== 0) {
           wait.cancel();
           const due = notDue < 0 ? r.messages : r.messages.slice(0, notDue);
+          const messages = due.filter((m) => req.filter.matches(m.tag));
+          if (messages.length > 0)
+            this.observer?.pulled(group, req.topic, req.queueId, req.clientId, messages);
           return {
             status: 'FOUND',
-            messages: due.filter((m) => req.filter.matches(m.tag)),
+            messages,
             nextOffset: notDue < 0 ? r.nextOffset : r.messages[notDue]!.queueOffset,
             ...base,
           };

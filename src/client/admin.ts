@@ -12,6 +12,8 @@ export interface AdminOptions {
   url?: string;
   /** Deadline of each request. @defaultValue 10000 */
   requestTimeoutMs?: number;
+  /** The broker's admin token (`adminToken`), sent as `Authorization: Bearer …`. @defaultValue none */
+  token?: string;
 }
 
 export type TopicMessageType = 'NORMAL' | 'FIFO' | 'DELAY' | 'TRANSACTION' | 'MIXED';
@@ -158,10 +160,12 @@ export interface DeadLetterPage {
 export class Admin {
   private readonly url: string;
   private readonly timeoutMs: number;
+  private readonly token: string | undefined;
 
   constructor(options: AdminOptions = {}) {
     this.url = (options.url ?? 'http://127.0.0.1:8082').replace(/\/+$/, '');
     this.timeoutMs = positive('requestTimeoutMs', options.requestTimeoutMs, 10_000);
+    this.token = options.token || undefined;
   }
 
   // Topics
@@ -304,7 +308,10 @@ export class Admin {
     try {
       res = await fetch(`${this.url}${path}`, {
         method,
-        headers: body !== undefined ? { 'content-type': 'application/json' } : {},
+        headers: {
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(this.timeoutMs),
       });

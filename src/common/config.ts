@@ -329,6 +329,31 @@ export const TOP_SCHEMA = {
     flag: '--http-tls',
     env: 'VELA_HTTP_TLS',
   }),
+  clusterName: {
+    default: 'DefaultCluster',
+    doc: "cluster name: the `cluster` label of every metric (RocketMQ's `brokerClusterName`)",
+    kind: { type: 'string' },
+    flag: '--cluster-name <name>',
+    env: 'VELA_CLUSTER_NAME',
+  } as Setting<string>,
+  metrics: bool(true, 'serve Prometheus metrics at `GET /metrics` on the admin HTTP port', {
+    flag: '--metrics <true|false>',
+    env: 'VELA_METRICS',
+  }),
+  adminToken: {
+    default: '',
+    doc:
+      'token the admin HTTP API (`/api/*`, `/metrics`) requires as `Authorization: Bearer <token>`; ' +
+      'none by default, required when `host` is not a loopback address',
+    kind: { type: 'string', optional: true },
+    flag: '--admin-token <token>',
+    env: 'VELA_ADMIN_TOKEN',
+  } as Setting<string>,
+  deliveryHistory: num(
+    50_000,
+    'deliveries (attempt, client, outcome) the broker remembers for the console, the newest kept; `0` turns it off',
+    'count',
+  ),
 } as const;
 
 // ---------------------------------------------------------------------------------------------------
@@ -497,7 +522,38 @@ function checkPort(value: unknown, bad: (why: string) => VelaError): number {
   return value;
 }
 
+/** Whether an address is the local machine only (what a page on another machine cannot reach). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  return (
+    h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || /^::ffff:127(\.\d{1,3}){3}$/.test(h)
+  );
+}
+
+/** Shortest admin token accepted: guessing must not be a practical attack. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
 function crossCheck(c: VelaConfig, sourceOf: SourceOf): void {
+  if (c.adminToken !== '' && !/^[\x21-\x7e]+$/.test(c.adminToken)) {
+    throw illegal(sourceOf('adminToken'), 'adminToken', 'must be printable ASCII without spaces');
+  }
+  if (c.adminToken !== '' && c.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw illegal(
+      sourceOf('adminToken'),
+      'adminToken',
+      `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (for example: openssl rand -hex 16)`,
+    );
+  }
+  if (c.adminToken === '' && !isLoopbackHost(c.host)) {
+    throw illegal(
+      sourceOf('host'),
+      'host',
+      `is ${c.host}, beyond loopback: the admin API then needs a token (adminToken, --admin-token or VELA_ADMIN_TOKEN)`,
+    );
+  }
   if (c.remotingPort !== 0 && (c.grpcPorts.includes(c.remotingPort) || c.httpPort === c.remotingPort)) {
     throw illegal(
       sourceOf('remotingPort'),

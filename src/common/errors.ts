@@ -80,6 +80,13 @@ export const ErrorCatalogue = {
   INVALID_TRANSACTION_ID: entry('INVALID_TRANSACTION_ID', 'invalid transaction id'),
   NOT_IMPLEMENTED: entry('NOT_IMPLEMENTED', 'not implemented'),
   TOO_MANY_REQUESTS: entry('TOO_MANY_REQUESTS', 'too many requests'),
+  // The admin HTTP API
+  ADMIN_UNAUTHORIZED: entry('UNAUTHORIZED', 'the admin API needs its token (Authorization: Bearer <token>)'),
+  ADMIN_FORBIDDEN_ORIGIN: entry(
+    'FORBIDDEN',
+    'the admin API refuses requests from another site or addressed to a foreign host name',
+  ),
+  ADMIN_NOT_JSON: entry('BAD_REQUEST', 'state changes must be sent as JSON (Content-Type: application/json)'),
   // Generic
   INTERNAL: entry('INTERNAL_SERVER_ERROR', 'internal error'),
 } as const satisfies Record<string, CatalogueEntry>;

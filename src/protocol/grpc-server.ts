@@ -30,6 +30,8 @@ import { getOffset, pullMessage, queryOffset, updateOffset } from './handlers/pu
 import { endTransaction, telemetryCommandOf } from './handlers/transaction.js';
 import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status, type TelemetryCommand } from './wire-types.js';
+import { rpcTimer } from './rpc-stats.js';
+import { Code } from '../common/codes.js';
 import { GrpcStatus, LimitError } from './transport/grpc-wire.js';
 import type { ServerCall, PeerInfo } from './transport/server-call.js';
 import {
@@ -198,9 +200,11 @@ export class GrpcEndpoint {
       opt: { requireClientId?: boolean; entriesField?: number } = {},
     ) => {
       const m = methods.get(name)!;
+      const timer = rpcTimer(broker.stats, name);
       const handler: MethodHandler = {
         kind: 'unary',
         onRequest: (call, bytes) => {
+          const started = timer.start();
           let req: object;
           try {
             req = decodeGuarded(m, bytes, opt.entriesField);
@@ -211,11 +215,22 @@ export class GrpcEndpoint {
           const run = (): unknown => fn(contextOf(call, req, opt.requireClientId ?? true), req as never);
           const auth = admit(call);
           (auth ? Promise.resolve(auth).then(run) : Promise.resolve().then(run)).then(
-            (res) => answer(call, m.responseType, res, name),
-            (err: unknown) => answer(call, m.responseType, { status: statusOf(err, log, name) }, name),
+            (res) => {
+              answer(call, m.responseType, res, name);
+              timer.end(started, (res as { status?: { code?: number } })?.status?.code ?? Code.OK);
+            },
+            (err: unknown) => {
+              const status = statusOf(err, log, name);
+              answer(call, m.responseType, { status }, name);
+              timer.end(started, status.code);
+            },
           );
         },
-        onRefused: (call, err) => answer(call, m.responseType, { status: limitStatus(err) }, name),
+        onRefused: (call, err) => {
+          const status = limitStatus(err);
+          answer(call, m.responseType, { status }, name);
+          timer.end(timer.start(), status.code);
+        },
       };
       return handler;
     };
@@ -231,7 +246,13 @@ export class GrpcEndpoint {
       onError: (status: Status) => unknown[],
     ): MethodHandler => {
       const m = methods.get(name)!;
-      const sendFrames = (call: ServerCall, frames: unknown[]) => {
+      const timer = rpcTimer(broker.stats, name, true);
+      /** The status a streamed answer carries (its first frame with one). */
+      const codeOf = (frames: readonly unknown[]) =>
+        (frames.find((f) => (f as { status?: unknown }).status) as { status?: { code?: number } } | undefined)
+          ?.status?.code ?? Code.OK;
+      const sendFrames = (call: ServerCall, frames: unknown[], started?: number) => {
+        if (started !== undefined) timer.end(started, codeOf(frames));
         let encoded: Uint8Array[];
         try {
           encoded = frames.map((f) => encode(m.responseType, f));
@@ -245,21 +266,22 @@ export class GrpcEndpoint {
       return {
         kind: 'server-stream',
         onRequest: (call, bytes) => {
+          const started = timer.start();
           let req: object;
           try {
             req = decodeGuarded(m, bytes);
           } catch (err) {
-            sendFrames(call, onError(limitStatus(err as LimitError)));
+            sendFrames(call, onError(limitStatus(err as LimitError)), started);
             return;
           }
           Promise.resolve(admit(call))
             .then(() => run(contextOf(call, req), req as never, call.signal))
             .then(
-              (frames) => sendFrames(call, frames),
-              (err: unknown) => sendFrames(call, onError(statusOf(err, log, name))),
+              (frames) => sendFrames(call, frames, started),
+              (err: unknown) => sendFrames(call, onError(statusOf(err, log, name)), started),
             );
         },
-        onRefused: (call, err) => sendFrames(call, onError(limitStatus(err))),
+        onRefused: (call, err) => sendFrames(call, onError(limitStatus(err)), timer.start()),
       };
     };
 

@@ -43,6 +43,7 @@ import {
 /** Options every admin command takes. */
 interface CommonOptions {
   namesrvAddr?: string;
+  token?: string;
   json?: boolean;
 }
 
@@ -57,7 +58,8 @@ export function registerAdminCommands(program: Command): Command {
     .addHelpText(
       'after',
       `\nEvery command takes -n <host:port> (the admin HTTP address; default ${DEFAULT_ADMIN_ADDR} or ` +
-        'VELA_ADMIN_ADDR) and --json (print the raw JSON answer).\n' +
+        'VELA_ADMIN_ADDR), --token <token> (the admin token, default VELA_ADMIN_TOKEN) and --json ' +
+        '(print the raw JSON answer).\n' +
         'Exit codes: 0 success, 1 the server refused or could not be reached, 2 usage error.',
     );
 
@@ -76,9 +78,12 @@ export function registerAdminCommands(program: Command): Command {
           .env('VELA_ADMIN_ADDR')
           .default(DEFAULT_ADMIN_ADDR),
       )
+      .addOption(
+        new Option('--token <token>', "the broker's admin token, when it has one").env('VELA_ADMIN_TOKEN'),
+      )
       .option('--json', 'print the raw JSON answer')
       .action(async (opts: O) => {
-        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR), opts);
+        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR, opts.token), opts);
       });
   }
 

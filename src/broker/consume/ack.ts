@@ -51,6 +51,7 @@ export class Acks {
           results[i] = err;
         }
       }
+      if (done.length > 0) ctx.observer?.settled(group, topic, done, 'ACKED');
       return { durable: state && done.length > 0 ? journalSettled(ctx, state, done) : undefined };
     });
     await settled.durable;
@@ -74,7 +75,7 @@ export class Acks {
       const { s, d } = liveDelivery(ctx, group, topic, h);
       if (d.autoRenew) {
         const failed = await this.revive.fail(s, [
-          { key: h.key, delivery: d, requestedMs: ms, immediate: false },
+          { key: h.key, delivery: d, requestedMs: ms, immediate: false, why: 'NACKED' },
         ]);
         return { handle: receiptHandle, durable: failed.durable };
       }
@@ -104,6 +105,7 @@ export class Acks {
       const m = await readDelivered(ctx.store, s, d);
       if (m) await this.revive.deadLetter(s, [{ m, attempts: d.attempt }]);
       await journalSettled(ctx, s, [settle(ctx, s, h.key)]);
+      ctx.observer?.settled(s.group, s.topic, [d], 'FORWARDED_TO_DLQ', 'DLQ');
     });
   }
 }

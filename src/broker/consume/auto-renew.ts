@@ -82,7 +82,7 @@ export class AutoRenew {
     const mine: Failure[] = [];
     for (const [key, d] of s.deliveries) {
       if (d.state === DeliveryState.INFLIGHT && d.autoRenew && d.clientId === clientId)
-        mine.push({ key, delivery: d, requestedMs: 0, immediate: true });
+        mine.push({ key, delivery: d, requestedMs: 0, immediate: true, why: 'RELEASED' });
     }
     return mine;
   }

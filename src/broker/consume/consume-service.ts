@@ -24,6 +24,7 @@ import type { StateParticipant, StateRecord } from '../state-journal.js';
 import type { StateJournal } from '../state-journal.js';
 import { Perm, type GroupConfig, type TopicConfig } from '../metadata.js';
 import type { TagFilter } from '../filter.js';
+import type { ConsumeObserver } from '../consume-observer.js';
 import { decodeConsumeSnapshot, encodeConsumeSnapshot } from '../state-snapshots.js';
 import { Acks } from './ack.js';
 import { AdminChanges } from './admin-changes.js';
@@ -94,6 +95,15 @@ export class ConsumeService implements StateParticipant {
 
   get journal(): StateJournal {
     return this.ctx.journal;
+  }
+
+  /** Told of each delivery and how it ends (counters, delivery history); set by the broker. */
+  set observer(observer: ConsumeObserver | undefined) {
+    this.ctx.observer = observer;
+  }
+
+  get observer(): ConsumeObserver | undefined {
+    return this.ctx.observer;
   }
 
   /** Messages moved to a DLQ since start, per group. */
@@ -236,6 +246,11 @@ export class ConsumeService implements StateParticipant {
   /** A client left: its auto-renewed (push) deliveries go back to the group at once. */
   releaseClient(clientId: string): Promise<number> {
     return this.autoRenew.releaseClient(clientId);
+  }
+
+  /** Read-only per-queue figures of a group on a topic, for metrics and the console (null without state). */
+  queueFigures(group: string, topic: string) {
+    return this.figures.queueFigures(group, topic);
   }
 
   /** Per-queue figures for `consumerProgress`. */

@@ -16,6 +16,7 @@ import { Timers } from '../../common/timers.js';
 import type { MessageStore } from '../../store/index.js';
 import type { GroupRegistry } from '../group-registry.js';
 import type { ReceiptHandles } from '../receipt-handle.js';
+import type { ConsumeObserver } from '../consume-observer.js';
 import type { SessionRegistry } from '../sessions.js';
 import type { StateJournal } from '../state-journal.js';
 import type { TopicRegistry } from '../topic-registry.js';
@@ -65,6 +66,8 @@ export class ConsumeContext {
   readonly heap: DeadlineHeap<DeadlineItem>;
   /** Retry topics have the `+` form (set when the journal says so; retry-migration.ts). */
   retryTopicsRenamed = false;
+  /** Told of each delivery and how it ends (counters, delivery history); set by the broker. */
+  observer?: ConsumeObserver;
   /** Messages moved to a DLQ since start, per group. */
   readonly deadLettered = new Map<string, number>();
   private readonly executor = new KeyedExecutor<string>();

@@ -7,6 +7,7 @@
  * message group overtakes them. Non-FIFO failures leave this state: they become retry messages
  * (revive.ts).
  */
+import type { DeliveryOutcome } from '../delivery-history.js';
 import { FifoQueue } from './fifo.js';
 
 /** Where a delivery's message is stored: the topic's queue, or the group's retry topic. */
@@ -79,6 +80,8 @@ export interface Failure {
   requestedMs: number;
   /** A non-FIFO retry due at once (simple consumers, departed push consumers). */
   immediate: boolean;
+  /** Why the delivery failed (for the delivery history). */
+  why: DeliveryOutcome;
 }
 
 export class GroupTopicState {

@@ -93,12 +93,14 @@ class Batch {
       this.taken.add(d.fifoKey);
     }
     this.changed.push(d);
+    const message = presentDelivered(s, m, d);
     this.delivered.push({
-      message: presentDelivered(s, m, d),
+      message,
       receiptHandle: this.receiptHandle(d),
       deliveryAttempt: d.attempt,
       invisibleMs: req.invisibleMs,
     });
+    this.ctx.observer?.delivered(s.group, s.topic, d, message);
     this.ctx.arm(s, key, d.nonce, d.deadline);
   }
 

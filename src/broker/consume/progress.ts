@@ -17,6 +17,21 @@ export interface QueueProgress {
   lastStoreTimestamp: number;
 }
 
+/** Read-only figures of one queue of the topic for a group (metrics and the console). */
+export interface QueueFigures {
+  /** Next offset to hand out. */
+  next: number;
+  inflight: number;
+  /** FIFO deliveries waiting for their retry interval. */
+  waiting: number;
+  /** FIFO deliveries due again. */
+  due: number;
+  /** FIFO messages held behind an earlier message of their group. */
+  held: number;
+  /** The lowest offset not yet settled. */
+  lowest: number;
+}
+
 export class Progress {
   constructor(private readonly ctx: ConsumeContext) {}
 
@@ -48,6 +63,50 @@ export class Progress {
       });
     }
     return out;
+  }
+
+  /**
+   * Per queue of the topic: the next offset to hand out, deliveries in flight, FIFO deliveries
+   * waiting for or due for their retry, held FIFO messages and the lowest offset not yet settled;
+   * for the group's retry topic the deliveries in flight and, per retry queue, the next offset to
+   * read. Null when the group has no consumption state on the topic.
+   */
+  queueFigures(
+    group: string,
+    topic: string,
+  ): { queues: Map<number, QueueFigures>; retryInflight: number; retryNext: number[] } | null {
+    const { store, topics, states } = this.ctx;
+    const s = states.get(group, topic);
+    if (!s) return null;
+    const queues = new Map<number, QueueFigures>();
+    const q = (id: number): QueueFigures => {
+      let f = queues.get(id);
+      if (!f) {
+        const next = s.topicNext.get(id) ?? store.queueState(topic, id).minOffset;
+        const held = s.fifo.get(id)?.held ?? [];
+        let lowest = next;
+        for (const h of held) lowest = Math.min(lowest, h.offset);
+        f = { next, inflight: 0, waiting: 0, due: 0, held: held.length, lowest };
+        queues.set(id, f);
+      }
+      return f;
+    };
+    let retryInflight = 0;
+    for (const d of s.deliveries.values()) {
+      if (d.source === Source.RETRY) {
+        retryInflight++;
+        continue;
+      }
+      const f = q(d.queueId);
+      if (d.state === DeliveryState.INFLIGHT) f.inflight++;
+      else if (d.state === DeliveryState.WAITING_RETRY) f.waiting++;
+      else f.due++;
+      f.lowest = Math.min(f.lowest, d.offset);
+    }
+    const t = topics.get(topic);
+    for (let id = 0; id < (t?.readQueueNums ?? 0); id++) q(id);
+    const retryNext = Array.from({ length: RETRY_QUEUES }, (_, i) => s.retryNext.get(i) ?? 0);
+    return { queues, retryInflight, retryNext };
   }
 
   /** Messages of a group waiting in its retry topic for `topic`. */

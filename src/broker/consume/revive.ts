@@ -41,7 +41,7 @@ export class Revive {
     if (d.state !== DeliveryState.INFLIGHT) return;
     // Invisible time over without an ack: a failed attempt. A push consumer that is still alive is
     // renewed before this happens, so here the consumer is gone or timed out.
-    s.expiring.push({ key, delivery: d, requestedMs: 0, immediate: !d.autoRenew });
+    s.expiring.push({ key, delivery: d, requestedMs: 0, immediate: !d.autoRenew, why: 'EXPIRED' });
     if (s.expiring.length === 1) {
       ctx.timers.immediate(() => {
         const due = s.expiring.splice(0);
@@ -98,6 +98,7 @@ export class Revive {
     const maxAttempts = (g?.retryMaxTimes ?? 16) + 1;
     const now = ctx.now();
     const waits: Delivery[] = [];
+    const waiting: Failure[] = [];
     const rest: Failure[] = [];
     for (const f of failures) {
       const { key, delivery: d } = f;
@@ -109,6 +110,7 @@ export class Revive {
         d.deadline = now + (f.immediate ? 0 : Math.max(f.requestedMs, g.fifoRetryIntervalMs));
         ctx.arm(s, key, d.nonce, d.deadline);
         waits.push(d);
+        waiting.push(f);
       } else {
         rest.push(f);
       }
@@ -125,6 +127,7 @@ export class Revive {
         }),
       );
     }
+    for (const f of waiting) ctx.observer?.settled(s.group, s.topic, [f.delivery], f.why, 'FIFO_RETRY');
     if (rest.length === 0) return;
     const policy: RetryPolicy = g?.retryPolicy ?? { type: 'CUSTOMIZED', next: [] };
     const messages = await Promise.all(rest.map((f) => readDelivered(ctx.store, s, f.delivery)));
@@ -146,8 +149,15 @@ export class Revive {
     // Retries and dead letters are durable before the record that settles their deliveries.
     if (dead.length > 0) await this.deadLetter(s, dead);
     if (retries.length > 0) await ctx.store.append(retries);
-    const done = rest.filter((f) => s.deliveries.get(f.key) === f.delivery).map((f) => settle(ctx, s, f.key));
+    const settled = rest.filter((f) => s.deliveries.get(f.key) === f.delivery);
+    const done = settled.map((f) => settle(ctx, s, f.key));
     if (done.length > 0) journalled.push(journalSettled(ctx, s, done));
+    if (ctx.observer) {
+      for (const f of settled) {
+        const next = f.delivery.attempt >= maxAttempts ? 'DLQ' : 'RETRY';
+        ctx.observer.settled(s.group, s.topic, [f.delivery], f.why, next);
+      }
+    }
   }
 
   /** Copy messages to the group's DLQ (created on demand: one queue, readable). */
@@ -161,6 +171,7 @@ export class Revive {
     if (!ctx.topics.get(dlq))
       await ctx.topics.upsert(dlq, { readQueueNums: 1, writeQueueNums: 1 }, { system: true });
     await ctx.store.append(dead.map(({ m, attempts }) => dlqRecord(m, s.group, s.topic, attempts)));
+    ctx.observer?.deadLettered(group, s.topic, dead.length);
     ctx.deadLettered.set(group, (ctx.deadLettered.get(group) ?? 0) + dead.length);
     for (const { m, attempts } of dead) {
       ctx.logger.warn(

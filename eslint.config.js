@@ -23,6 +23,7 @@ export default tseslint.config(
       '.bench-data/',
       '.cache/',
       '.interop-cache/',
+      'test-artifacts/',
     ],
   },
   js.configs.recommended,
@@ -115,6 +116,14 @@ export default tseslint.config(
       '(^|/)client/',
       ROOTS,
       '(^|/)(protocol|remoting|metrics)/',
+    ),
+  },
+  {
+    files: ['src/bench/**/*.ts'],
+    rules: layer(
+      '`vela bench` is a client like any other: the SDK (client/) and common/ only',
+      '(^|/)(broker|store|protocol|admin|remoting|metrics|dashboard)/',
+      ROOTS,
     ),
   },
   {

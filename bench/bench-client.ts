@@ -157,6 +157,37 @@ export class BenchClient {
     });
   }
 
+  /** One long-polling PullMessage: the messages themselves and the offset to continue from. */
+  pullMessages(
+    group: string,
+    topic: string,
+    queueId: number,
+    offset: number,
+    opts: { batch?: number; pollMs?: number } = {},
+  ): Promise<{ messages: Any[]; next: number }> {
+    return new Promise((resolve, reject) => {
+      const messages: Any[] = [];
+      let next = offset;
+      const s = this.c.PullMessage(
+        {
+          group: { name: group },
+          message_queue: { topic: { name: topic }, id: queueId },
+          offset,
+          batch_size: opts.batch ?? 256,
+          filter_expression: { type: 1, expression: '*' },
+          long_polling_timeout: fromMillis(opts.pollMs ?? 0),
+        },
+        this.md,
+      );
+      s.on('data', (f: Any) => {
+        if (f.message) messages.push(f.message);
+        else if (f.next_offset !== undefined) next = Number(f.next_offset);
+      });
+      s.on('error', reject);
+      s.on('end', () => resolve({ messages, next }));
+    });
+  }
+
   close(): void {
     this.c.close();
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `vela` command: `vela broker` runs the broker, `vela admin <command>` administers one.
+ * The `vela` command: `vela broker` runs the broker, `vela admin <command>` administers one,
+ * `vela bench producer|consumer|e2e` loads one.
  * Every failure ends as one line on stderr; exit 0 on success, 1 when the operation failed, 2 for a
  * usage error (unknown command, bad or missing flag, bad configuration).
  */
@@ -8,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerBrokerCommand } from './cli/broker-command.js';
 import { registerAdminCommands } from './admin/cli/commands.js';
+import { registerBenchCommand } from './bench/command.js';
 import { CliError, ExitCode, oneLine } from './common/cli-error.js';
 
 // package.json is one level up from both src/cli.ts and dist/cli.js.
@@ -23,6 +25,7 @@ const program = new Command('vela')
 
 registerBrokerCommand(program);
 registerAdminCommands(program);
+registerBenchCommand(program);
 
 function exitCodeOf(err: unknown): number {
   if (err instanceof CommanderError) {

@@ -9,6 +9,7 @@ import { loadCertificate, type TlsCertificate } from './protocol/transport/certi
 import { RemotingEndpoint } from './remoting/remoting-server.js';
 import { AdminOperations } from './admin/operations.js';
 import { startAdminHttp } from './admin/http-server.js';
+import { createBrokerMetrics } from './metrics/broker-metrics.js';
 import { resolveConfig, type ConfigInput, type VelaConfig } from './common/config.js';
 import { silentLogger } from './common/logger.js';
 
@@ -91,6 +92,8 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
       logger: logger.child({ module: 'admin' }),
       grpcAddress: () => `${config.host}:${grpcPort}`,
       ...(config.httpTls && tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+      token: config.adminToken,
+      metrics: config.metrics ? createBrokerMetrics(broker, { clusterName: config.clusterName }) : null,
     });
   } catch (err) {
     await remoting?.close(0);

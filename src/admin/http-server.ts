@@ -7,6 +7,9 @@ import { Code, codeFacts } from '../common/codes.js';
 import { isVelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { AdminOperations, UpdateGroupInput, UpdateTopicInput } from './operations.js';
+import { accessHook } from './access.js';
+import type { BrokerMetrics } from '../metrics/broker-metrics.js';
+import { registerConsole } from '../dashboard/console-routes.js';
 
 export interface AdminHttpOptions {
   host: string;
@@ -16,6 +19,10 @@ export interface AdminHttpOptions {
   grpcAddress: () => string;
   /** Serve HTTPS with this certificate and key (PEM) instead of HTTP. */
   https?: { cert: string; key: string };
+  /** The admin token (`adminToken`); '' for none. */
+  token: string;
+  /** Served at `GET /metrics` when given (the `metrics` setting). */
+  metrics?: BrokerMetrics | null;
 }
 
 export async function startAdminHttp(
@@ -31,8 +38,10 @@ export async function startAdminHttp(
         })
       : Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 })
   ) as FastifyInstance;
+  app.addHook('onRequest', accessHook({ token: opts.token }));
   app.setErrorHandler((err, _req, reply) => {
     if (isVelaError(err)) {
+      if (err.kind === 'ADMIN_UNAUTHORIZED') void reply.header('www-authenticate', 'Bearer realm="vela"');
       void reply
         .status(codeFacts(err.code).http)
         .send({ code: err.code, error: err.kind, message: err.message });
@@ -48,7 +57,18 @@ export async function startAdminHttp(
   });
 
   app.get('/healthz', async () => ({ ok: true }));
+  registerConsole(app);
+  const metrics = opts.metrics;
+  if (metrics) {
+    app.get('/metrics', async (_req, reply) => {
+      const text = await metrics.render();
+      return reply.header('content-type', metrics.contentType).send(text);
+    });
+  }
   app.get('/api/broker', async () => ops.brokerInfo());
+  app.get('/api/overview', async () => ops.overview());
+  app.get('/api/topic-stats', async () => ops.topicStats());
+  app.get('/api/group-stats', async () => ops.groupStats());
 
   app.get('/api/topics', async () => ops.topicList());
   app.post<{ Body: UpdateTopicInput }>('/api/topics', async (req) =>
@@ -64,6 +84,11 @@ export async function startAdminHttp(
   );
   app.get<{ Params: { topic: string } }>('/api/topics/:topic/route', async (req) =>
     ops.topicRoute(req.params.topic, opts.grpcAddress()),
+  );
+
+  app.get<{ Querystring: { topic?: string } }>('/api/timer', async (req) => ops.timerStatus(req.query.topic));
+  app.get<{ Querystring: { topic?: string } }>('/api/transactions', async (req) =>
+    ops.transactionStatus(req.query.topic),
   );
 
   app.get('/api/groups', async () => ops.groupList());
@@ -85,6 +110,9 @@ export async function startAdminHttp(
   }>('/api/groups/:group/reset-offset', async (req) =>
     ops.resetOffset({ ...(req.body ?? { topic: '' }), group: req.params.group }),
   );
+  app.get<{ Params: { group: string } }>('/api/groups/:group/detail', async (req) =>
+    ops.groupDetail(req.params.group),
+  );
   app.get<{ Params: { group: string } }>('/api/groups/:group/connections', async (req) =>
     ops.consumerConnection(req.params.group),
   );
@@ -101,6 +129,19 @@ export async function startAdminHttp(
   app.post<{ Params: { group: string }; Body: { messageId?: string } }>(
     '/api/groups/:group/dlq/resend',
     async (req) => ops.resendDlqMsg(req.params.group, req.body?.messageId),
+  );
+  app.get<{ Params: { id: string } }>('/api/messages/:id/deliveries', async (req) =>
+    ops.messageDeliveries(req.params.id),
+  );
+  app.get<{ Params: { topic: string }; Querystring: { from?: string; to?: string; limit?: string } }>(
+    '/api/topics/:topic/messages',
+    async (req) =>
+      ops.queryMsgByTime(
+        req.params.topic,
+        Number(req.query.from ?? 0),
+        Number(req.query.to ?? Date.now()),
+        req.query.limit ? Number(req.query.limit) : undefined,
+      ),
   );
   app.get<{ Params: { id: string }; Querystring: { topic?: string } }>('/api/messages/:id', async (req) =>
     ops.queryMsgById(req.params.id, req.query.topic),

@@ -9,6 +9,9 @@ import { VelaError } from '../common/errors.js';
 import type { BrokerMessage } from '../broker/message.js';
 import { messageTypeOf } from '../broker/produce.js';
 import { groupConsumerKinds } from '../broker/group-kinds.js';
+import { consumedTopics, dlqSize, topicLag } from '../broker/lag.js';
+import { isSystemTopic } from '../broker/names.js';
+import { VELA_VERSION } from '../common/version.js';
 
 export interface TopicView {
   topic: string;
@@ -298,6 +301,168 @@ export class AdminOperations {
     return { group, resent: await this.broker.resendDeadLetters(group, messageId || undefined) };
   }
 
+  /** Delay messages waiting, per topic (or one topic), and when the next is due. */
+  async timerStatus(topic?: string) {
+    if (topic !== undefined) this.broker.topics.require(topic);
+    const s = await this.broker.timer.status(topic);
+    return {
+      scheduled: s.scheduled,
+      nextDueAt: s.nextDueAt,
+      topics: s.topics.map((t) => ({ topic: t.topic, scheduled: t.scheduled, nextDueAt: t.nextDueAt })),
+    };
+  }
+
+  /** Transactions not yet committed or rolled back, per topic (or one topic). */
+  transactionStatus(topic?: string) {
+    if (topic !== undefined) this.broker.topics.require(topic);
+    const topics = this.broker.transactions.status(topic);
+    return { open: topics.reduce((n, t) => n + t.open, 0), topics };
+  }
+
+  // --- the console ------------------------------------------------------------------------------
+
+  /**
+   * The broker at a glance: identity, uptime, totals since start (the console derives rates from
+   * successive readings), storage and retention, flow control.
+   */
+  async overview() {
+    const b = this.broker;
+    const s = b.storageStats();
+    const oldest = await b.oldestStoreTimestamp();
+    const now = b.clock.now();
+    return {
+      brokerName: b.brokerName,
+      clusterName: b.config.clusterName,
+      version: VELA_VERSION,
+      startedAt: b.stats.startedAt,
+      uptimeMs: Math.max(0, now - b.stats.startedAt),
+      now,
+      topics: b.topics.list().filter((t) => !isSystemTopic(t.name)).length,
+      groups: b.groups.list().length,
+      clients: b.sessions.list().length,
+      totals: { ...b.stats.totals },
+      storage: {
+        logBytes: Math.max(0, s.logEnd - s.logStart),
+        segments: s.segments,
+        queues: s.queues,
+        diskUsedRatio: s.diskUsedRatio,
+        oldestStoreTimestamp: oldest,
+        retentionMs: b.config.store.retentionMs,
+        diskCleanupRatio: b.config.store.diskCleanupRatio,
+        diskRefuseRatio: b.config.store.diskRefuseRatio,
+        flush: b.config.flush,
+      },
+      flowControl: {
+        refusingWrites: s.refusingWrites,
+        maxReadyBacklog: b.config.flowControl.maxReadyBacklog,
+        refusingTopics: b.flow.refusing(),
+      },
+      deliveryHistory: { messages: b.deliveries.size, capacity: b.deliveries.capacity },
+    };
+  }
+
+  /** Topics with their queues' offsets: messages stored (max − min) and the newest store time. */
+  topicStats() {
+    return this.broker.topics
+      .list()
+      .filter((t) => !isSystemTopic(t.name))
+      .map((t) => {
+        let minOffset = 0;
+        let maxOffset = 0;
+        let messages = 0;
+        let lastStoreTimestamp = 0;
+        for (let q = 0; q < Math.max(t.readQueueNums, t.writeQueueNums); q++) {
+          const qs = this.broker.queueState(t.name, q);
+          minOffset += qs.minOffset;
+          maxOffset += qs.maxOffset;
+          messages += qs.maxOffset - qs.minOffset;
+          lastStoreTimestamp = Math.max(lastStoreTimestamp, qs.lastStoreTimestamp);
+        }
+        return { ...topicView(t), minOffset, maxOffset, messages, lastStoreTimestamp };
+      });
+  }
+
+  /** Groups with their totals: lag, in flight, waiting retry, DLQ size, connected clients. */
+  async groupStats() {
+    const out = [];
+    for (const g of this.broker.groups.list()) {
+      let lag = 0;
+      let inflight = 0;
+      let waitingRetry = 0;
+      let lagLatencyMs = 0;
+      const kinds = new Set<string>();
+      for (const { topic, kind } of consumedTopics(this.broker, g.name)) {
+        const l = await topicLag(this.broker, g.name, topic);
+        kinds.add(kind);
+        for (const q of l.queues) {
+          lag += q.lag;
+          inflight += q.inflight;
+          waitingRetry += q.waitingRetry;
+          lagLatencyMs = Math.max(lagLatencyMs, q.lagLatencyMs);
+        }
+        waitingRetry += l.retry.backlog;
+        inflight += l.retry.inflight;
+      }
+      out.push({
+        ...groupView(g),
+        kinds: [...kinds].sort(),
+        lag,
+        lagLatencyMs,
+        inflight,
+        waitingRetry,
+        dlqSize: dlqSize(this.broker, g.name),
+        clients: this.broker.sessions.list({ group: g.name }).length,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * One group in full: its settings, per topic and queue its offsets, ready, in flight, waiting
+   * retry and lag in messages and time (push, simple and pull consumers), its retry topics, its
+   * dead-letter queue and its connected clients.
+   */
+  async groupDetail(group: string) {
+    const g = this.broker.groups.require(group);
+    const topics = [];
+    for (const { topic } of consumedTopics(this.broker, group)) {
+      topics.push(await topicLag(this.broker, group, topic));
+    }
+    return {
+      ...groupView(g),
+      topics,
+      dlqSize: dlqSize(this.broker, group),
+      dlqTopic: `%DLQ%${group}`,
+      deadLetteredSinceStart: this.broker.consume.deadLettered.get(group) ?? 0,
+      connections: this.consumerConnection(group),
+    };
+  }
+
+  /** Messages stored in a topic between two times (ms since the epoch), oldest first. */
+  async queryMsgByTime(topic: string, from: number, to: number, limit?: number) {
+    if (!Number.isFinite(from) || !Number.isFinite(to) || from < 0 || to < from) {
+      throw new VelaError('BAD_REQUEST', 'give a time range: 0 ≤ from ≤ to (ms since the epoch)');
+    }
+    return (await this.broker.messagesBetween(topic, from, to, limit ?? 32)).map(messageView);
+  }
+
+  /** The recent deliveries of a message (by its id or its original id), oldest first. */
+  messageDeliveries(messageId: string) {
+    if (!messageId) throw new VelaError('ILLEGAL_MESSAGE_ID', 'a message id is required');
+    return {
+      messageId,
+      remembered: this.broker.deliveries.enabled,
+      deliveries: this.broker.deliveries.of(messageId).map((d) => ({
+        ...d,
+        group: d.group.split('%BROADCAST%')[0]!,
+        committed:
+          d.via === 'PULL'
+            ? (this.broker.offsets.get(d.group, d.topic, d.queueId)?.offset ?? 0) > d.queueOffset
+            : undefined,
+      })),
+    };
+  }
+
   brokerInfo() {
     const s = this.broker.storageStats();
     return {
@@ -305,6 +470,14 @@ export class AdminOperations {
       topics: this.broker.topics.list().length,
       groups: this.broker.groups.list().length,
       clients: this.broker.sessions.list().length,
+      scheduledMessages: this.broker.timer.size,
+      openTransactions: this.broker.transactions.openCount,
+      timer: {
+        delivered: this.broker.timer.delivered,
+        loadedEntries: this.broker.timer.loadedEntries(),
+        index: this.broker.timer.indexProgress,
+        recovery: this.broker.timer.recovery,
+      },
       deadLettered: Object.fromEntries(this.broker.consume.deadLettered),
       store: s,
       process: {

@@ -26,6 +26,14 @@ import { PullService } from './pull.js';
 import { ConsumerManager } from './consumer-manager.js';
 import { QueueLocks } from './queue-locks.js';
 import { SendBackService } from './send-back.js';
+import { ClientChannels } from './client-channels.js';
+import { TimerService } from './timer/timer-service.js';
+import { TransactionService } from './transaction/transaction-service.js';
+import { BrokerStats } from './stats.js';
+import { DeliveryHistory } from './delivery-history.js';
+import { ConsumptionObserver } from './consume-observer.js';
+import { messageTypeOf } from './produce.js';
+import { originIdOf } from './consume/retry-records.js';
 
 /** What the broker needs at run time besides its settings. */
 export interface BrokerDeps {
@@ -61,6 +69,16 @@ export class Broker {
   readonly queueLocks: QueueLocks;
   /** Retries and dead letters of queue-granularity consumers (`%RETRY%<group>`). */
   readonly sendBack: SendBackService;
+  /** Delay (scheduled) messages. */
+  readonly timer: TimerService;
+  /** Transactional (half) messages. */
+  readonly transactions: TransactionService;
+  /** Live client streams the broker can send commands through. */
+  readonly channels: ClientChannels;
+  /** Counters for metrics and the console (stats.ts). */
+  readonly stats: BrokerStats;
+  /** Recent deliveries of messages, for the console (delivery-history.ts). */
+  readonly deliveries: DeliveryHistory;
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the broker is closing'));
   private closing: Promise<void> | null = null;
 
@@ -73,6 +91,11 @@ export class Broker {
       sessions: SessionRegistry;
       consume: ConsumeService;
       offsets: OffsetStore;
+      timer: TimerService;
+      transactions: TransactionService;
+      channels: ClientChannels;
+      stats: BrokerStats;
+      deliveries: DeliveryHistory;
     },
     readonly config: VelaConfig,
     readonly clock: Clock,
@@ -89,6 +112,13 @@ export class Broker {
     this.consumers = new ConsumerManager(now);
     this.queueLocks = new QueueLocks(now);
     this.sendBack = new SendBackService(store, this.topics, now, logger.child({ module: 'send-back' }));
+    this.timer = parts.timer;
+    this.transactions = parts.transactions;
+    this.channels = parts.channels;
+    this.stats = parts.stats;
+    this.deliveries = parts.deliveries;
+    const observer = new ConsumptionObserver(this.stats, this.deliveries, () => clock.now());
+    this.consume.observer = observer;
     this.pull = new PullService(
       store,
       this.topics,
@@ -97,14 +127,33 @@ export class Broker {
       this.offsets,
       (g) => this.consume.requireGroup(g),
       config.consume.maxPollMs,
-      now,
+      clock,
       (g) => this.consumers.clusteringIds(g),
     );
+    this.pull.observer = observer;
     this.flow = new FlowControl(this.consume, config.flowControl, logger.child({ module: 'flow' }));
     this.produce = new ProduceService(store, this.topics, config.produce, {
       autoCreateTopics: config.autoCreateTopics,
       now: () => clock.now(),
       admit: (topic) => this.flow.admit(topic),
+      special: {
+        timer: this.timer,
+        transactions: this.transactions,
+        maxDelayMs: config.timer.maxDelayMs,
+      },
+      onStored: (topic, stored, ms) => {
+        this.stats.flushed(ms);
+        const type = messageTypeOf(stored[0]!.sysFlag ?? 0);
+        if (stored.every((m) => (m.sysFlag ?? 0) === (stored[0]!.sysFlag ?? 0))) {
+          this.stats.received(
+            topic,
+            type,
+            stored.map((m) => m.body.length),
+          );
+        } else {
+          for (const m of stored) this.stats.received(topic, messageTypeOf(m.sysFlag ?? 0), [m.body.length]);
+        }
+      },
     });
   }
 
@@ -133,17 +182,27 @@ export class Broker {
       const groups = new GroupRegistry();
       const sessions = new SessionRegistry(now);
       const handles = await ReceiptHandles.load(config.dataDir);
-      const consume = new ConsumeService(
+      const consume = new ConsumeService({
         store,
         topics,
         groups,
         sessions,
         handles,
-        consumeOptions,
-        now,
-        logger.child({ module: 'consume' }),
-      );
+        options: consumeOptions,
+        clock,
+        logger: logger.child({ module: 'consume' }),
+      });
       const offsets = new OffsetStore(now);
+      const channels = new ClientChannels();
+      const transactions = new TransactionService(
+        store,
+        topics,
+        sessions,
+        channels,
+        config.transaction,
+        clock,
+        logger.child({ module: 'transaction' }),
+      );
       const journal = await StateJournal.open(
         {
           dir: join(config.dataDir, 'state'),
@@ -152,18 +211,49 @@ export class Broker {
           clock,
           compactBytes: config.store.stateCompactBytes,
         },
-        [topics, groups, consume, offsets],
+        [topics, groups, consume, offsets, transactions],
       );
-      topics.journal = groups.journal = consume.journal = offsets.journal = journal;
+      topics.journal = groups.journal = consume.journal = offsets.journal = transactions.journal = journal;
+      await transactions.recover();
+      if (config.store.retentionMs < config.timer.maxDelayMs) {
+        logger.warn(
+          { retentionMs: config.store.retentionMs, maxDelayMs: config.timer.maxDelayMs },
+          'store.retentionMs is shorter than timer.maxDelayMs: a delay message whose record ages out before its time is not delivered',
+        );
+      }
+      const timer = await TimerService.open(
+        store,
+        topics,
+        { dir: join(config.dataDir, 'timer'), flush: config.flush, settings: config.timer },
+        clock,
+        logger.child({ module: 'timer' }),
+      );
       const broker = new Broker(
         store,
         journal,
-        { topics, groups, sessions, consume, offsets },
+        {
+          topics,
+          groups,
+          sessions,
+          consume,
+          offsets,
+          timer,
+          transactions,
+          channels,
+          stats: new BrokerStats(clock.now()),
+          deliveries: new DeliveryHistory(config.deliveryHistory),
+        },
         config,
         clock,
         logger,
       );
+      // What a deleted topic or group left behind (a crash may have cut its purge short) must not
+      // reappear in one created under its name.
+      topics.beforeCreate = (name) => broker.purgeTopic(name);
+      groups.beforeCreate = (name) => broker.purgeGroup(name);
       await consume.start();
+      timer.start();
+      transactions.start();
       broker.flow.start();
       broker.timers.interval(() => sessions.sweep(), 5_000, { unref: true });
       broker.timers.interval(() => broker.consumers.sweep(), 10_000, { unref: true });
@@ -190,16 +280,78 @@ export class Broker {
     return this.store.stats();
   }
 
+  /**
+   * Delete a topic: its metadata, its queues (the store releases their files and memory; the log
+   * bytes go with retention), every group's committed offsets, in-flight, retry and FIFO state for
+   * it. Nothing of it is delivered again; a topic created again under its name starts empty (the
+   * purge is repeated then, in case a crash cut this one short).
+   */
+  /** When the oldest message still stored was stored (0 when there is none). */
+  async oldestStoreTimestamp(): Promise<number> {
+    const m = await this.store.getMessage(this.store.stats().logStart);
+    return m?.storeTimestamp ?? 0;
+  }
+
+  /**
+   * When the message at `offset` of a queue was stored (0 if it is not stored): how long the oldest
+   * unconsumed message has waited is what lag in time means.
+   */
+  async storeTimestampAt(topic: string, queueId: number, offset: number): Promise<number> {
+    const r = await this.store.read(topic, queueId, offset, { maxCount: 1 });
+    const m = r.messages[0];
+    return m && m.queueOffset === offset ? m.storeTimestamp : 0;
+  }
+
+  /** Messages stored in a topic between two times (ms), oldest first, at most `limit`. */
+  async messagesBetween(topic: string, from: number, to: number, limit = 32): Promise<BrokerMessage[]> {
+    const t = this.topics.require(topic);
+    const out: BrokerMessage[] = [];
+    const cap = Math.min(Math.max(1, limit), 1000);
+    for (let q = 0; q < Math.max(t.readQueueNums, t.writeQueueNums); q++) {
+      // The oldest `cap` of each queue in the range, merged: the oldest `cap` of the topic.
+      let at = await this.store.offsetForTimestamp(topic, q, from);
+      let taken = 0;
+      while (taken < cap) {
+        const r = await this.store.read(topic, q, at, { maxCount: 64, maxBytes: 4 * 1024 * 1024 });
+        if (r.messages.length === 0) break;
+        let past = false;
+        for (const m of r.messages) {
+          if (m.storeTimestamp > to) {
+            past = true;
+            break;
+          }
+          if (m.storeTimestamp >= from && taken < cap) {
+            out.push(m);
+            taken++;
+          }
+        }
+        if (past || r.nextOffset <= at) break;
+        at = r.nextOffset;
+      }
+    }
+    out.sort((a, b) => a.storeTimestamp - b.storeTimestamp || a.queueId - b.queueId);
+    return out.slice(0, cap);
+  }
+
   /** Delete a topic's metadata and every group's consumption state for it (messages age out). */
   async deleteTopic(name: string): Promise<void> {
     await this.topics.delete(name);
-    await this.consume.forget({ topic: name });
+    await this.purgeTopic(name);
+  }
+
+  /** Delete a consumer group: its metadata, committed offsets, in-flight state and waiting retries. */
+  async deleteGroup(name: string): Promise<void> {
+    await this.groups.delete(name);
+    await this.purgeGroup(name);
+  }
+
+  private async purgeTopic(name: string): Promise<void> {
+    await this.consume.purgeTopic(name);
     await this.offsets.forget({ topic: name });
   }
 
-  async deleteGroup(name: string): Promise<void> {
-    await this.groups.delete(name);
-    await this.consume.forget({ group: name });
+  private async purgeGroup(name: string): Promise<void> {
+    await this.consume.purgeGroup(name);
     await this.offsets.forget({ group: name });
   }
 
@@ -279,6 +431,21 @@ export class Broker {
         (m) => !messageId || m.messageId === messageId || m.properties.ORIGIN_MESSAGE_ID === messageId,
       );
       if (chosen.length > 0) await this.store.append(chosen.map((m) => resendRecord(m, group)));
+      for (const m of chosen) {
+        this.deliveries.noted(originIdOf(m), {
+          group,
+          topic: m.properties.DLQ_ORIGIN_TOPIC ?? '',
+          messageId: m.messageId,
+          attempt: 0,
+          clientId: '',
+          via: 'ADMIN',
+          retry: false,
+          queueId: m.queueId,
+          queueOffset: m.queueOffset,
+          at: this.clock.now(),
+          outcome: 'RESENT_FROM_DLQ',
+        });
+      }
       resent += chosen.length;
       if (page.messages.length === 0 || page.nextOffset >= page.maxOffset) break;
       offset = page.nextOffset;
@@ -295,8 +462,11 @@ export class Broker {
       this.closing = (async () => {
         this.timers.clear();
         this.flow.stop();
+        this.transactions.close();
+        await this.timer.close();
         this.consume.stop();
         this.pull.stop();
+        await this.consume.drain();
         await this.journal.close();
         await this.store.close();
       })();

@@ -41,6 +41,11 @@ export class FlowControl {
     }
   }
 
+  /** Topics whose sends are refused now, with the group whose backlog is over the limit. */
+  refusing(): { topic: string; group: string; backlog: number }[] {
+    return [...this.overloaded].map(([topic, o]) => ({ topic, ...o }));
+  }
+
   /** Recompute which topics are over the limit (also called by the timer). */
   measure(): void {
     const worst = new Map<string, { group: string; backlog: number }>();

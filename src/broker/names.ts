@@ -4,14 +4,17 @@ import { VelaError } from '../common/errors.js';
 const NAME = /^[%|a-zA-Z0-9_-]+$/;
 export const MAX_TOPIC_LENGTH = 127;
 export const MAX_GROUP_LENGTH = 120;
-/** Topics that only the broker itself may use. */
+/** Topics that only the broker itself may use (RocketMQ's TopicValidator). */
 const SYSTEM_TOPICS = new Set([
   'TBW102',
   'SCHEDULE_TOPIC_XXXX',
+  'SCHEDULE_TOPIC_XXXX_V2',
   'BenchmarkTest',
   'RMQ_SYS_TRANS_HALF_TOPIC',
+  'RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC',
   'RMQ_SYS_TRACE_TOPIC',
   'RMQ_SYS_TRANS_OP_HALF_TOPIC',
+  'RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC',
   'TRANS_CHECK_MAX_TIME_TOPIC',
   'SELF_TEST_TOPIC',
   'OFFSET_MOVED_EVENT',
@@ -20,6 +23,13 @@ const SYSTEM_TOPICS = new Set([
 
 export const RETRY_PREFIX = '%RETRY%';
 export const DLQ_PREFIX = '%DLQ%';
+/**
+ * Name prefixes of the broker's own namespaces: retry and dead-letter topics, system resources, and
+ * RocketMQ's light message queues. Nothing may be created in them from outside.
+ */
+const RESERVED_PREFIXES = [RETRY_PREFIX, DLQ_PREFIX, '%SYS%', '%LMQ%'];
+/** Vela keeps a broadcast consumer's state under `<group>%BROADCAST%<consumer>`. */
+const BROADCAST_MARK = '%BROADCAST%';
 
 export function checkTopicName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.trim().length === 0)
@@ -34,6 +44,22 @@ export function checkTopicName(name: unknown): asserts name is string {
     throw new VelaError('ILLEGAL_TOPIC', `"${name}" may only contain letters, digits, %, |, - and _`);
   if (SYSTEM_TOPICS.has(name) || name.startsWith('rmq_sys_')) {
     throw new VelaError('ILLEGAL_TOPIC', `"${name}" is a system topic`);
+  }
+}
+
+/**
+ * A name a new topic may have: a legal one outside the system namespaces (`%RETRY%…`, `%DLQ%…`,
+ * `%SYS%…`, `%LMQ%…`, RocketMQ's `RMQ_SYS_…` / `rmq_sys_…` and its system topics). Topics that already
+ * exist keep their names (checkTopicName).
+ */
+export function checkNewTopicName(name: unknown): asserts name is string {
+  checkTopicName(name);
+  const prefix = RESERVED_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix || /^rmq_sys_/i.test(name)) {
+    throw new VelaError(
+      'ILLEGAL_TOPIC',
+      `"${name}" is in a system namespace (${prefix ?? 'RMQ_SYS_'}…): the broker's own topics live there`,
+    );
   }
 }
 
@@ -55,6 +81,36 @@ export function checkGroupName(name: unknown): asserts name is string {
   }
   if (name.startsWith('CID_RMQ_SYS_'))
     throw new VelaError('ILLEGAL_CONSUMER_GROUP', `"${name}" is a system group`);
+}
+
+/** A name a new consumer group may have: a legal one outside the system namespaces. */
+export function checkNewGroupName(name: unknown): asserts name is string {
+  checkGroupName(name);
+  const prefix = RESERVED_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix) {
+    throw new VelaError(
+      'ILLEGAL_CONSUMER_GROUP',
+      `"${name}" is in a system namespace (${prefix}…): the broker's own names live there`,
+    );
+  }
+  if (name.includes(BROADCAST_MARK)) {
+    throw new VelaError(
+      'ILLEGAL_CONSUMER_GROUP',
+      `"${name}" contains ${BROADCAST_MARK}, which names a broadcast consumer's state`,
+    );
+  }
+}
+
+/** Topics the broker owns: retry and dead-letter topics, RocketMQ's system topics (metrics' `is_system`). */
+export function isSystemTopic(name: string): boolean {
+  return (
+    RESERVED_PREFIXES.some((p) => name.startsWith(p)) || /^rmq_sys_/i.test(name) || SYSTEM_TOPICS.has(name)
+  );
+}
+
+/** RocketMQ's own consumer groups. */
+export function isSystemGroup(name: string): boolean {
+  return name.startsWith('CID_RMQ_SYS_');
 }
 
 /** The dead-letter topic of a group. */

@@ -4,7 +4,9 @@
  * in the state journal, so offsets have the store's crash guarantees. An admin reset also leaves a
  * pending notice that the next pull of that queue receives, so a running consumer moves at once.
  */
-import type { StateJournal, StateParticipant, StateRecord } from './state-journal.js';
+import type { StateJournal, StateParticipant } from './state-journal.js';
+import type { StateRecord } from './state-records.js';
+import { decodeOffsetsSnapshot, encodeOffsetsSnapshot } from './state-snapshots.js';
 
 export interface CommittedOffset {
   offset: number;
@@ -12,6 +14,12 @@ export interface CommittedOffset {
 }
 
 const key = (group: string, topic: string, queueId: number) => `${group}\u0000${topic}\u0000${queueId}`;
+/** A group's own offsets and its broadcast consumers' (`group%BROADCAST%<name>`). */
+const ofGroup = (g: string, group: string) => g === group || g.startsWith(`${group}%BROADCAST%`);
+const parts = (k: string) => {
+  const [group, topic, q] = k.split('\u0000') as [string, string, string];
+  return { group, topic, queueId: Number(q) };
+};
 
 export class OffsetStore implements StateParticipant {
   readonly stateKey = 'offsets';
@@ -28,13 +36,13 @@ export class OffsetStore implements StateParticipant {
   async commit(group: string, topic: string, queueId: number, offset: number): Promise<void> {
     const updatedAt = this.now();
     // Applied by the journal once durable (see `apply`).
-    await this.journal.commit({ k: 'off', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
+    await this.journal.commit({ kind: 'offsetCommitted', group, topic, queueId, offset, updatedAt });
   }
 
   /** An admin reset: commit `offset` and tell the next pull of that queue to move there. */
   async reset(group: string, topic: string, queueId: number, offset: number): Promise<void> {
     const updatedAt = this.now();
-    await this.journal.commit({ k: 'reset', g: group, t: topic, q: queueId, o: offset, ts: updatedAt });
+    await this.journal.commit({ kind: 'offsetReset', group, topic, queueId, offset, updatedAt });
   }
 
   /** Take the pending reset of a queue, if any (the pull that receives it clears it). */
@@ -79,7 +87,7 @@ export class OffsetStore implements StateParticipant {
     for (const k of [...this.offsets.keys()]) {
       const [g, t] = k.split('\u0000');
       if (
-        (filter.group === undefined || g === filter.group) &&
+        (filter.group === undefined || ofGroup(g!, filter.group)) &&
         (filter.topic === undefined || t === filter.topic)
       ) {
         this.offsets.delete(k);
@@ -89,24 +97,29 @@ export class OffsetStore implements StateParticipant {
     }
     if (changed)
       await this.journal.append({
-        k: 'off-',
-        ...(filter.group ? { g: filter.group } : {}),
-        ...(filter.topic ? { t: filter.topic } : {}),
+        kind: 'offsetsForgotten',
+        ...(filter.group ? { group: filter.group } : {}),
+        ...(filter.topic ? { topic: filter.topic } : {}),
       });
   }
 
   apply(rec: StateRecord): boolean {
-    if (rec.k === 'off' || rec.k === 'reset') {
-      const k = key(rec.g as string, rec.t as string, rec.q as number);
-      this.offsets.set(k, { offset: rec.o as number, updatedAt: rec.ts as number });
-      if (rec.k === 'reset') this.pendingResets.set(k, rec.o as number);
+    if (rec.kind === 'offsetCommitted' || rec.kind === 'offsetReset') {
+      const k = key(rec.group, rec.topic, rec.queueId);
+      this.offsets.set(k, { offset: rec.offset, updatedAt: rec.updatedAt });
+      if (rec.kind === 'offsetReset') this.pendingResets.set(k, rec.offset);
       return true;
     }
-    if (rec.k === 'off-') {
+    if (rec.kind === 'offsetsForgotten') {
       for (const k of [...this.offsets.keys()]) {
-        const [g, t] = k.split('\u0000');
-        if ((rec.g === undefined || g === rec.g) && (rec.t === undefined || t === rec.t))
+        const { group, topic } = parts(k);
+        if (
+          (rec.group === undefined || ofGroup(group, rec.group)) &&
+          (rec.topic === undefined || topic === rec.topic)
+        ) {
           this.offsets.delete(k);
+          this.pendingResets.delete(k);
+        }
       }
       return true;
     }
@@ -114,14 +127,18 @@ export class OffsetStore implements StateParticipant {
   }
 
   snapshot(): unknown {
-    return { offsets: [...this.offsets], resets: [...this.pendingResets] };
+    return encodeOffsetsSnapshot({
+      offsets: [...this.offsets].map(([k, v]) => ({ ...parts(k), ...v })),
+      resets: [...this.pendingResets].map(([k, offset]) => ({ ...parts(k), offset })),
+    });
   }
 
   restore(data: unknown): void {
-    const d = data as { offsets: [string, CommittedOffset][]; resets: [string, number][] };
+    const d = decodeOffsetsSnapshot(data);
     this.offsets.clear();
     this.pendingResets.clear();
-    for (const [k, v] of d.offsets) this.offsets.set(k, v);
-    for (const [k, v] of d.resets) this.pendingResets.set(k, v);
+    for (const r of d.offsets)
+      this.offsets.set(key(r.group, r.topic, r.queueId), { offset: r.offset, updatedAt: r.updatedAt });
+    for (const r of d.resets) this.pendingResets.set(key(r.group, r.topic, r.queueId), r.offset);
   }
 }

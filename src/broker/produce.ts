@@ -7,10 +7,12 @@
 import { createHash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { ProduceLimits } from '../common/config.js';
-import type { MessageStore, MessageInput } from '../store/index.js';
+import type { MessageStore, MessageInput, AppendResult } from '../store/index.js';
 import { MessageType, Perm, type TopicConfig } from './metadata.js';
 import { checkTopicName } from './names.js';
 import type { TopicRegistry } from './topic-registry.js';
+import type { TimerService } from './timer/timer-service.js';
+import type { TransactionService } from './transaction/transaction-service.js';
 
 export type SendableType = Exclude<MessageType, 'MIXED'>;
 
@@ -40,15 +42,30 @@ export interface ProduceMessage {
    * RocketMQ's broker leaves that check to the proxy, so its Remoting clients never meet it.
    */
   checkType?: boolean;
+  /** The client that sent it (asked to resolve its transaction if it becomes orphaned). */
+  producerClientId?: string;
+  /** TRANSACTION: check the transaction this long after it was stored (capped), not the broker's time-out. */
+  transactionRecoveryMs?: number;
 }
 
 export interface SendReceipt {
   messageId: string;
   queueId: number;
+  /** The queue offset; for a DELAY message not yet due, its offset on the timer topic. */
   queueOffset: number;
   /** Where the message is stored (RocketMQ's commit-log offset, in its offset message id). */
   logPosition?: number;
+  /** TRANSACTION: the id EndTransaction names. */
   transactionId?: string;
+  /** DELAY (not yet due): the handle RecallMessage takes. */
+  recallHandle?: string;
+}
+
+/** Where the send path hands DELAY and TRANSACTION messages (timer/, transaction/). */
+export interface SpecialSends {
+  timer: TimerService;
+  transactions: TransactionService;
+  maxDelayMs: number;
 }
 
 /** Property names RocketMQ reserves for itself (MessageConst); users may not set them. */
@@ -132,6 +149,15 @@ function utf8Length(s: string): number {
   return Buffer.byteLength(s);
 }
 
+/** `3 d`, `90 min`, `12 s`, `250 ms`: a span for error messages. */
+function formatSpan(ms: number): string {
+  if (ms >= 86_400_000 && ms % 3_600_000 === 0) return `${+(ms / 86_400_000).toFixed(2)} d`;
+  if (ms >= 3_600_000) return `${+(ms / 3_600_000).toFixed(2)} h`;
+  if (ms >= 60_000) return `${+(ms / 60_000).toFixed(2)} min`;
+  if (ms >= 1000) return `${+(ms / 1000).toFixed(2)} s`;
+  return `${ms} ms`;
+}
+
 /** Java's String.hashCode: stable across runs and clients. */
 function javaHash(s: string): number {
   let h = 0;
@@ -150,6 +176,9 @@ export class ProduceService {
       autoCreateTopics: boolean;
       now: () => number;
       admit?: (topic: string) => void;
+      special?: SpecialSends;
+      /** Told of each stored batch and how long the store took to make it durable (stats). */
+      onStored?: (topic: string, stored: readonly MessageInput[], durableMs: number) => void;
     },
   ) {}
 
@@ -174,32 +203,85 @@ export class ProduceService {
     const results: (SendReceipt | VelaError)[] = new Array(messages.length);
     const inputs: MessageInput[] = [];
     const slots: number[] = [];
+    const kinds: ('DELAY' | 'TRANSACTION' | undefined)[] = [];
+    const now = this.options.now();
+    let delayed = false;
     for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
       try {
-        inputs.push(this.prepare(messages[i]!, topic));
+        let input = this.prepare(m, topic, now);
+        let kind: 'DELAY' | 'TRANSACTION' | undefined;
+        const special = this.options.special!;
+        if (m.deliveryTimestamp !== undefined && m.deliveryTimestamp > now) {
+          kind = 'DELAY';
+          input = special.timer.scheduleRecord(input, m.deliveryTimestamp);
+          delayed = true;
+        } else if (messageTypeOf(input.sysFlag ?? 0) === 'TRANSACTION') {
+          kind = 'TRANSACTION';
+          input = special.transactions.halfRecord(input, m.producerClientId ?? '', m.transactionRecoveryMs);
+        }
+        inputs.push(input);
         slots.push(i);
+        kinds.push(kind);
       } catch (err) {
         if (!(err instanceof VelaError)) throw err;
         results[i] = err;
       }
     }
     if (inputs.length > 0) {
+      if (delayed) await this.options.special!.timer.prepareTopic(topic.name);
+      const started = performance.now();
       const stored = await this.store.append(inputs);
+      // Index what was diverted before anything else runs (see TimerService.scheduled).
+      const handles = this.indexSpecial(inputs, stored, kinds);
+      this.options.onStored?.(topic.name, inputs, performance.now() - started);
       for (let j = 0; j < stored.length; j++) {
         const r = stored[j]!;
-        results[slots[j]!] = {
+        const input = inputs[j]!;
+        const receipt: SendReceipt = {
           messageId: r.messageId,
-          queueId: r.queueId,
+          queueId: kinds[j] ? Number(input.properties?.REAL_QID ?? 0) : r.queueId,
           queueOffset: r.queueOffset,
           logPosition: r.logPosition,
         };
+        if (kinds[j] === 'DELAY') receipt.recallHandle = handles[j]!;
+        if (kinds[j] === 'TRANSACTION') receipt.transactionId = handles[j]!;
+        results[slots[j]!] = receipt;
       }
     }
     return results;
   }
 
+  /** Hand scheduled and half messages to their services; the recall handle or transaction id of each. */
+  private indexSpecial(
+    inputs: readonly MessageInput[],
+    stored: readonly AppendResult[],
+    kinds: readonly ('DELAY' | 'TRANSACTION' | undefined)[],
+  ): (string | undefined)[] {
+    const out: (string | undefined)[] = new Array(inputs.length);
+    const delays: number[] = [];
+    const halves: number[] = [];
+    kinds.forEach((k, j) => {
+      if (k === 'DELAY') delays.push(j);
+      else if (k === 'TRANSACTION') halves.push(j);
+    });
+    const special = this.options.special;
+    if (!special) return out;
+    if (delays.length > 0) {
+      const handles = special.timer.scheduled(delays.map((j) => ({ input: inputs[j]!, result: stored[j]! })));
+      delays.forEach((j, n) => (out[j] = handles[n]));
+    }
+    if (halves.length > 0) {
+      const ids = special.transactions.prepared(
+        halves.map((j) => ({ input: inputs[j]!, result: stored[j]! })),
+      );
+      halves.forEach((j, n) => (out[j] = ids[n]));
+    }
+    return out;
+  }
+
   /** Validate one message and turn it into a store record. */
-  private prepare(m: ProduceMessage, topic: TopicConfig): MessageInput {
+  private prepare(m: ProduceMessage, topic: TopicConfig, now: number): MessageInput {
     const L = this.limits;
     if (typeof m.messageId !== 'string' || m.messageId.trim() === '' || m.messageId.length > 128) {
       throw new VelaError('ILLEGAL_MESSAGE_ID', 'the message id must be 1–128 characters');
@@ -268,11 +350,24 @@ export class ProduceService {
     if (checkType && type !== 'FIFO' && m.messageGroup) {
       throw new VelaError('MESSAGE_TYPE_CONFLICT', `a ${type} message cannot carry a message group`);
     }
-    if (type === 'DELAY' || type === 'TRANSACTION') {
-      throw new VelaError('NOT_IMPLEMENTED', `${type} messages are not supported by this broker yet`);
+    if ((type === 'DELAY' || type === 'TRANSACTION') && !this.options.special) {
+      throw new VelaError('NOT_IMPLEMENTED', `${type} messages are not supported by this broker`);
     }
-    if (m.deliveryTimestamp)
+    if (type === 'DELAY') {
+      const due = m.deliveryTimestamp;
+      if (due === undefined || !Number.isFinite(due) || due <= 0) {
+        throw new VelaError('ILLEGAL_DELIVERY_TIME', 'a DELAY message needs a delivery timestamp');
+      }
+      const max = this.options.special!.maxDelayMs;
+      if (due - now > max) {
+        throw new VelaError(
+          'ILLEGAL_DELIVERY_TIME',
+          `${new Date(due).toISOString()} is ${formatSpan(due - now)} ahead; the longest delay is ${formatSpan(max)} (timer.maxDelayMs)`,
+        );
+      }
+    } else if (m.deliveryTimestamp) {
       throw new VelaError('ILLEGAL_DELIVERY_TIME', `only DELAY messages carry a delivery time`);
+    }
 
     const properties: Record<string, string> = {
       ...props,
@@ -288,8 +383,9 @@ export class ProduceService {
       ...(m.keys?.length ? { keys: m.keys } : {}),
       ...(m.messageGroup ? { messageGroup: m.messageGroup } : {}),
       properties,
-      bornTimestamp: m.bornTimestamp ?? this.options.now(),
+      bornTimestamp: m.bornTimestamp ?? now,
       ...(m.bornHost ? { bornHost: m.bornHost } : {}),
+      ...(type === 'DELAY' ? { deliveryTimestamp: m.deliveryTimestamp! } : {}),
       sysFlag: TYPE_CODES[type] | (m.bodyEncoding === 'GZIP' ? SysFlag.GZIP : 0),
     };
   }

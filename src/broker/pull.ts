@@ -11,6 +11,7 @@
  * a pull stops at the first message of the queue that is not, and long-polls until it is. Such
  * queues hold due times in storage order, so nothing behind a waiting message is ever due earlier.
  */
+import type { Clock } from '../common/clock.js';
 import { VelaError } from '../common/errors.js';
 import type { MessageStore, StoredMessage } from '../store/index.js';
 import type { TagFilter } from './filter.js';
@@ -21,6 +22,7 @@ import type { SessionRegistry, ClientSession } from './sessions.js';
 import type { OffsetStore } from './offsets.js';
 import { allocateAveragely } from './assignment.js';
 import { LongPollWaiters } from './consume/long-poll.js';
+import type { PullObserver } from './consume-observer.js';
 
 export interface PullRequest {
   group: string;
@@ -63,6 +65,8 @@ export const CONSUMER_NAME_PROPERTY = 'vela.consumer.name';
 
 export class PullService {
   private readonly waiters = new LongPollWaiters();
+  /** Told of the messages each pull returns (counters, delivery history); set by the broker. */
+  observer?: PullObserver;
 
   constructor(
     private readonly store: MessageStore,
@@ -72,7 +76,7 @@ export class PullService {
     private readonly offsets: OffsetStore,
     private readonly requireGroup: (name: string) => Promise<unknown>,
     private readonly maxPollMs: number,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock,
     /** Other members sharing the group's queues (queue-granularity clients registered by heartbeat). */
     private readonly otherMembers: (group: string) => readonly string[] = () => [],
   ) {
@@ -150,9 +154,9 @@ export class PullService {
       };
     }
     const batch = Math.min(MAX_PULL_BATCH, Math.max(1, req.batchSize ?? 32));
-    const until = Date.now() + Math.max(0, Math.min(req.pollMs, this.maxPollMs));
+    const until = this.clock.now() + Math.max(0, Math.min(req.pollMs, this.maxPollMs));
     for (;;) {
-      const wait = this.waiters.park(req.topic, until - Date.now(), req.signal);
+      const wait = this.waiters.park(req.topic, until - this.clock.now(), req.signal);
       const r = await this.store.read(req.topic, req.queueId, req.offset, {
         maxCount: batch,
         maxBytes: PULL_MAX_BYTES,
@@ -180,28 +184,31 @@ export class PullService {
         };
       }
       if (r.status === 'FOUND') {
-        const now = this.now();
+        const now = this.clock.now();
         const notDue = r.messages.findIndex((m) => m.deliveryTimestamp > now);
         if (notDue !== 0) {
           wait.cancel();
           const due = notDue < 0 ? r.messages : r.messages.slice(0, notDue);
+          const messages = due.filter((m) => req.filter.matches(m.tag));
+          if (messages.length > 0)
+            this.observer?.pulled(group, req.topic, req.queueId, req.clientId, messages);
           return {
             status: 'FOUND',
-            messages: due.filter((m) => req.filter.matches(m.tag)),
+            messages,
             nextOffset: notDue < 0 ? r.nextOffset : r.messages[notDue]!.queueOffset,
             ...base,
           };
         }
         // The head is not due yet: wait for it (or for the poll to end).
         wait.cancel();
-        if (Date.now() >= until || req.signal?.aborted) {
+        if (this.clock.now() >= until || req.signal?.aborted) {
           return { status: 'NO_NEW_MESSAGE', messages: [], nextOffset: req.offset, ...base };
         }
         const dueIn = r.messages[0]!.deliveryTimestamp - now;
-        await this.waiters.park(req.topic, Math.min(until - Date.now(), dueIn), req.signal).promise;
+        await this.waiters.park(req.topic, Math.min(until - this.clock.now(), dueIn), req.signal).promise;
         continue;
       }
-      if (Date.now() >= until || req.signal?.aborted) {
+      if (this.clock.now() >= until || req.signal?.aborted) {
         wait.cancel();
         return { status: 'NO_NEW_MESSAGE', messages: [], nextOffset: req.offset, ...base };
       }

@@ -1,8 +1,8 @@
 /**
- * The broker's durable state: every change (topic and group metadata, consumption state) is a small
- * JSON record appended to the store's `StateLog` and group-committed like messages. Parts of the
- * broker that own state register as participants: they apply records, and give and take snapshots.
- * The journal compacts itself into a snapshot once it has grown past `compactBytes`.
+ * The broker's durable state: every change (topic and group metadata, consumption state) is a typed
+ * record (state-records.ts) appended to the store's `StateLog` and group-committed like messages.
+ * Parts of the broker that own state register as participants: they apply records, and give and
+ * take snapshots. The journal compacts itself into a snapshot once it has grown past `compactBytes`.
  *
  * Two ways to change state, and the snapshot position honours both:
  * - `commit(...)`: append first, and the journal applies the records through the participants once
@@ -24,12 +24,9 @@ import type { FlushPolicy } from '../common/config.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import { StateLog } from '../store/index.js';
+import { decodeStateRecord, encodeStateRecord, type StateRecord } from './state-records.js';
 
-/** A state change. `k` names its kind; the owning participant knows the rest. */
-export interface StateRecord {
-  k: string;
-  [field: string]: unknown;
-}
+export type { StateRecord } from './state-records.js';
 
 export interface StateParticipant {
   /** Key of this participant's part of the snapshot. */
@@ -123,9 +120,9 @@ export class StateJournal {
           parts.clear();
         },
         onRecord: (buf) => {
-          const rec = JSON.parse(buf.toString('utf8')) as StateRecord;
+          const rec = decodeStateRecord(JSON.parse(buf.toString('utf8')));
           records++;
-          if (!participants.some((p) => p.apply(rec))) unknown++;
+          if (!rec || !participants.some((p) => p.apply(rec))) unknown++;
         },
       },
     );
@@ -166,7 +163,7 @@ export class StateJournal {
         try {
           for (const rec of records) {
             if (!this.participants.some((p) => p.apply(rec)))
-              this.logger.error({ kind: rec.k }, 'no part of the broker applies this state record');
+              this.logger.error({ kind: rec.kind }, 'no part of the broker applies this state record');
           }
         } finally {
           done();
@@ -222,7 +219,7 @@ export class StateJournal {
 }
 
 function encode(r: StateRecord): Buffer {
-  return Buffer.from(JSON.stringify(r));
+  return Buffer.from(encodeStateRecord(r));
 }
 
 /**

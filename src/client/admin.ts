@@ -12,6 +12,8 @@ export interface AdminOptions {
   url?: string;
   /** Deadline of each request. @defaultValue 10000 */
   requestTimeoutMs?: number;
+  /** The broker's admin token (`adminToken`), sent as `Authorization: Bearer …`. @defaultValue none */
+  token?: string;
 }
 
 export type TopicMessageType = 'NORMAL' | 'FIFO' | 'DELAY' | 'TRANSACTION' | 'MIXED';
@@ -27,6 +29,20 @@ export interface TopicInput {
   perm?: number;
   /** Further attributes, e.g. `{ 'message.type': 'FIFO' }`. */
   attributes?: Record<string, string>;
+}
+
+export interface TimerStatus {
+  /** Delay messages waiting, all topics listed. */
+  scheduled: number;
+  /** When the next is due (epoch ms), null when none waits. */
+  nextDueAt: number | null;
+  topics: { topic: string; scheduled: number; nextDueAt: number | null }[];
+}
+
+export interface TransactionStatus {
+  open: number;
+  /** Per topic: open transactions and the store time of the oldest. */
+  topics: { topic: string; open: number; oldestAt: number }[];
 }
 
 export interface TopicInfo {
@@ -144,10 +160,12 @@ export interface DeadLetterPage {
 export class Admin {
   private readonly url: string;
   private readonly timeoutMs: number;
+  private readonly token: string | undefined;
 
   constructor(options: AdminOptions = {}) {
     this.url = (options.url ?? 'http://127.0.0.1:8082').replace(/\/+$/, '');
     this.timeoutMs = positive('requestTimeoutMs', options.requestTimeoutMs, 10_000);
+    this.token = options.token || undefined;
   }
 
   // Topics
@@ -185,6 +203,16 @@ export class Admin {
   /** Per queue: min and max offsets, last store time (mqadmin `topicStatus`). */
   topicStatus(topic: string): Promise<QueueStatus[]> {
     return this.request('GET', `/api/topics/${enc(topic)}/status`);
+  }
+
+  /** Delay messages waiting for their time, per topic (or one topic), and when the next is due. */
+  timerStatus(topic?: string): Promise<TimerStatus> {
+    return this.request('GET', `/api/timer${topic ? `?topic=${enc(topic)}` : ''}`);
+  }
+
+  /** Transactions neither committed nor rolled back, per topic (or one topic). */
+  transactionStatus(topic?: string): Promise<TransactionStatus> {
+    return this.request('GET', `/api/transactions${topic ? `?topic=${enc(topic)}` : ''}`);
   }
 
   // Consumer groups
@@ -280,7 +308,10 @@ export class Admin {
     try {
       res = await fetch(`${this.url}${path}`, {
         method,
-        headers: body !== undefined ? { 'content-type': 'application/json' } : {},
+        headers: {
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(this.timeoutMs),
       });

@@ -11,7 +11,14 @@ import { randomBytes } from 'node:crypto';
 import { Code } from '../common/codes.js';
 import type { Logger } from '../common/logger.js';
 import { fromMillis } from '../protocol/codec.js';
-import type { Endpoints, MessageQueue, Resource, Settings, Status } from '../protocol/wire-types.js';
+import type {
+  Endpoints,
+  MessageQueue,
+  Resource,
+  Settings,
+  Status,
+  TelemetryCommand,
+} from '../protocol/wire-types.js';
 import { Connection, SDK_VERSION } from './connection.js';
 import { endpointsKey } from './endpoints.js';
 import { VelaClientError, checkStatus, closedError } from './errors.js';
@@ -66,6 +73,11 @@ export abstract class ClientBase {
   protected async onStart(): Promise<void> {}
   /** Runs first in `close()`: finish or hand back in-flight work while the sessions still live. */
   protected async onClose(): Promise<void> {}
+  /** The broker asks, over `conn`'s Telemetry session, about a transaction left open. */
+  protected onOrphanedTransaction?(
+    conn: Connection,
+    command: NonNullable<TelemetryCommand['recover_orphaned_transaction_command']>,
+  ): void;
 
   /**
    * Query the routes of the configured topics, open a Telemetry session with each broker and wait for
@@ -184,6 +196,9 @@ export abstract class ClientBase {
       s = new TelemetrySession(conn, {
         settings: () => this.settings(),
         onSettings: (reply) => this.applySettings(reply),
+        ...(this.onOrphanedTransaction
+          ? { onOrphanedTransaction: (cmd) => this.onOrphanedTransaction!(conn, cmd) }
+          : {}),
         timers: this.timers,
         logger: this.logger,
         settingsTimeoutMs: this.clientConfig.settingsTimeoutMs,

@@ -3,7 +3,9 @@
  * Everything else in src/client is internal.
  */
 export { Producer } from './producer.js';
-export type { ProducerOptions, SendOptions } from './producer.js';
+export type { ProducerOptions, SendOptions, TransactionChecker, TransactionCheckResult } from './producer.js';
+export { Transaction } from './transaction.js';
+export type { TransactionResolution } from './transaction.js';
 export { PushConsumer, ConsumeResult } from './push-consumer.js';
 export type { PushConsumerOptions, MessageListener, ConsumeContext } from './push-consumer.js';
 export { SimpleConsumer } from './simple-consumer.js';
@@ -30,6 +32,8 @@ export type {
   DeadLetterPage,
   ResetTarget,
   ResetOffsetResult,
+  TimerStatus,
+  TransactionStatus,
 } from './admin.js';
 export { PullConsumer } from './pull-consumer.js';
 export type { PullConsumerOptions, QueueRef, StartPosition } from './pull-consumer.js';

@@ -47,6 +47,10 @@ export interface SendReceipt {
    * SendMessage answer does not name it, so this is absent with Vela.
    */
   readonly queueId?: number;
+  /** A transactional message's transaction id (what commit and rollback name). */
+  readonly transactionId?: string;
+  /** A delay message's handle for `Producer.recallMessage` (absent when it was due at once). */
+  readonly recallHandle?: string;
 }
 
 export const MessageType = {
@@ -72,6 +76,8 @@ export interface PreparedMessage {
   readonly topic: string;
   readonly messageId: string;
   readonly fifo: boolean;
+  /** A half message of a transaction (never batched, never retried). */
+  readonly transactional: boolean;
   readonly bytes: number;
   readonly wire: WireMessage;
 }
@@ -84,7 +90,12 @@ function bodyOf(body: Message['body']): Buffer {
 }
 
 /** Validate a message and build its wire form (the id is fixed here, so retries keep it). */
-export function prepareMessage(m: Message, namespace: string, messageId: string): PreparedMessage {
+export function prepareMessage(
+  m: Message,
+  namespace: string,
+  messageId: string,
+  transactional = false,
+): PreparedMessage {
   if (!m || typeof m.topic !== 'string' || m.topic === '') {
     throw clientError(Code.ILLEGAL_TOPIC, 'message.topic is required');
   }
@@ -101,13 +112,21 @@ export function prepareMessage(m: Message, namespace: string, messageId: string)
       'a message cannot have both a messageGroup (FIFO) and a deliveryTimestamp (DELAY)',
     );
   }
+  if (transactional && (fifo || delivery !== undefined)) {
+    throw clientError(
+      Code.BAD_REQUEST,
+      'a transactional message cannot have a messageGroup (FIFO) or a deliveryTimestamp (DELAY)',
+    );
+  }
   const keys = m.keys === undefined ? [] : Array.isArray(m.keys) ? [...m.keys] : [m.keys];
   const properties = { ...(m.properties ?? {}) };
-  const type = fifo
-    ? WireMessageType.FIFO
-    : delivery !== undefined
-      ? WireMessageType.DELAY
-      : WireMessageType.NORMAL;
+  const type = transactional
+    ? WireMessageType.TRANSACTION
+    : fifo
+      ? WireMessageType.FIFO
+      : delivery !== undefined
+        ? WireMessageType.DELAY
+        : WireMessageType.NORMAL;
   let bytes = body.length + 128 + m.topic.length + (m.tag?.length ?? 0);
   for (const k of keys) bytes += k.length + 2;
   for (const [k, v] of Object.entries(properties)) bytes += k.length + String(v).length + 4;
@@ -127,7 +146,7 @@ export function prepareMessage(m: Message, namespace: string, messageId: string)
     },
     body,
   };
-  return { topic: m.topic, messageId, fifo, bytes, wire };
+  return { topic: m.topic, messageId, fifo, transactional, bytes, wire };
 }
 
 /** Where a received message came from: what settling it needs. */

@@ -1,6 +1,8 @@
 /**
  * The Producer: `send()` for normal, FIFO (`messageGroup`) and delay (`deliveryTimestamp`) messages,
- * with automatic batching (send-batcher.ts) and the send retry of the RocketMQ seed:
+ * `recallMessage()` for delay messages not yet due, and transactions (`beginTransaction()`, with a
+ * `checker` the broker consults about transactions left open), with automatic batching
+ * (send-batcher.ts) and the send retry of the RocketMQ seed:
  *
  * - a failed or timed-out request, a broker restarting or offline (transport errors), a slow broker,
  *   or a retriable error code is retried up to `maxAttempts` (the first attempt included), then the
@@ -16,16 +18,20 @@ import { Code, GrpcStatus } from '../common/codes.js';
 import {
   WireClientType,
   WirePermission,
+  type Endpoints,
   type MessageQueue,
   type Settings,
   type Status,
+  type TelemetryCommand,
 } from '../protocol/wire-types.js';
 import { backoffDelay, connectTimeout, type BackoffPolicy } from './backoff.js';
 import { ClientBase } from './client-base.js';
 import { endpointsKey } from './endpoints.js';
 import { VelaClientError, abortReason, clientError, closedError, fromStatus, isOk } from './errors.js';
 import { newMessageId } from './message-id.js';
-import { prepareMessage, type Message, type SendReceipt } from './message.js';
+import { MessageView, prepareMessage, type Message, type SendReceipt } from './message.js';
+import { Transaction, type TransactionResolution } from './transaction.js';
+import type { Connection } from './connection.js';
 import {
   integer,
   nonNegative,
@@ -36,7 +42,20 @@ import {
 } from './options.js';
 import { SendBatcher, type BatchingConfig, type SendEntry } from './send-batcher.js';
 
+/**
+ * What the broker asks about a transaction its producer left open (no commit or rollback after the
+ * broker's check time-out, e.g. because the producer died): look at your own records and answer
+ * `COMMIT` or `ROLLBACK`; `UNKNOWN` (or nothing) leaves it open, and the broker asks again later,
+ * up to its maximum number of checks, after which it rolls the transaction back.
+ */
+export type TransactionChecker = (
+  message: MessageView,
+) => TransactionCheckResult | undefined | Promise<TransactionCheckResult | undefined>;
+export type TransactionCheckResult = TransactionResolution | 'UNKNOWN';
+
 export interface ProducerOptions extends ClientOptions {
+  /** Answers the broker's checks of transactions left open (see `TransactionChecker`). @defaultValue none */
+  checker?: TransactionChecker;
   /** Topics whose routes are fetched by `start()`, so unknown topics fail there. @defaultValue [] */
   topics?: string[];
   /** Attempts per message, the first included. @defaultValue 3 */
@@ -89,6 +108,7 @@ interface ProducerConfig {
   readonly batching: Readonly<BatchingConfig> | undefined;
   readonly sleep: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
   readonly random: () => number;
+  readonly checker: TransactionChecker | undefined;
 }
 
 function resolveProducerOptions(o: ProducerOptions): ProducerConfig {
@@ -117,13 +137,24 @@ function resolveProducerOptions(o: ProducerOptions): ProducerConfig {
           }),
     sleep: o.sleep,
     random: o.random ?? Math.random,
+    checker: o.checker,
   });
 }
 
 interface SendResponse {
   status?: Status;
-  entries?: { status?: Status; message_id?: string; offset?: number }[];
+  entries?: {
+    status?: Status;
+    message_id?: string;
+    offset?: number;
+    transaction_id?: string;
+    recall_handle?: string;
+  }[];
 }
+
+const RESOLUTION_CODES = { COMMIT: 1, ROLLBACK: 2 } as const;
+const SOURCE_CLIENT = 1;
+const SOURCE_SERVER_CHECK = 2;
 
 /** Until the broker's Settings say otherwise. */
 const DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024;
@@ -137,6 +168,8 @@ export class Producer extends ClientBase {
   private readonly inflightByTopic = new Map<string, number>();
   private readonly closeSignal = new AbortController();
   private readonly roundRobin = new Map<string, number>();
+  /** The broker each transactional message went to (EndTransaction goes there). */
+  private readonly halfEndpoints = new WeakMap<object, Endpoints>();
   private maxBodySize = DEFAULT_MAX_BODY_SIZE;
 
   constructor(options: ProducerOptions) {
@@ -159,10 +192,51 @@ export class Producer extends ClientBase {
    * Rejects with a `VelaClientError` (the last one, after retries), or the signal's reason.
    */
   async send(message: Message, options: SendOptions = {}): Promise<SendReceipt> {
-    const { signal } = options;
+    return this.sendPrepared(message, false, options.signal);
+  }
+
+  /**
+   * Begin a transaction: messages sent with `transaction.send()` stay invisible until
+   * `transaction.commit()` (or are discarded by `rollback()`). Give the producer a `checker` so that
+   * the broker can resolve transactions this process leaves open (see `TransactionChecker`).
+   */
+  beginTransaction(): Transaction {
+    this.assertOpen();
+    return new Transaction({
+      sendHalf: (m, signal) => this.sendPrepared(m, true, signal),
+      endTransaction: (topic, receipt, resolution) =>
+        this.endTransaction(topic, receipt, resolution, SOURCE_CLIENT),
+    });
+  }
+
+  /**
+   * Cancel a delay message before its delivery time, by the `recallHandle` of its receipt. Resolves
+   * with the message id; rejects with PRECONDITION_FAILED once it has been delivered.
+   */
+  async recallMessage(topic: string, recallHandle: string): Promise<{ messageId: string }> {
+    this.assertOpen();
+    if (typeof topic !== 'string' || topic === '')
+      throw clientError(Code.ILLEGAL_TOPIC, 'a topic is required');
+    if (typeof recallHandle !== 'string' || recallHandle === '') {
+      throw clientError(Code.BAD_REQUEST, 'a recall handle is required (SendReceipt.recallHandle)');
+    }
+    await this.start();
+    const res = await this.call<{ status?: Status; message_id?: string }>(
+      this.connectionFor(this.clientConfig.accessPoint),
+      'RecallMessage',
+      { topic: this.resource(topic), recall_handle: recallHandle },
+    );
+    return { messageId: res.message_id ?? '' };
+  }
+
+  private async sendPrepared(
+    message: Message,
+    transactional: boolean,
+    signal?: AbortSignal,
+  ): Promise<SendReceipt> {
     if (signal?.aborted) throw abortReason(signal);
     this.assertOpen();
-    const prepared = prepareMessage(message, this.clientConfig.namespace, newMessageId());
+    const prepared = prepareMessage(message, this.clientConfig.namespace, newMessageId(), transactional);
     await this.start();
     this.assertOpen();
     if (prepared.wire.body!.length > this.maxBodySize) {
@@ -198,9 +272,73 @@ export class Producer extends ClientBase {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       // FIFO messages bypass batching: a batch retried after a partial failure could reorder them.
-      if (this.batcher && !prepared.fifo) this.batcher.add(entry);
+      // Transactional messages are sent alone and never retried (a retry would leave an orphan).
+      if (this.batcher && !prepared.fifo && !prepared.transactional) this.batcher.add(entry);
       else this.dispatch(prepared.topic, [entry]);
     });
+  }
+
+  /** End a transactional message on the broker that stored it. */
+  private async endTransaction(
+    topic: string,
+    receipt: { messageId: string; transactionId?: string },
+    resolution: TransactionResolution,
+    source: number,
+    endpoints?: Endpoints,
+  ): Promise<void> {
+    if (!receipt.transactionId) {
+      throw clientError(Code.INVALID_TRANSACTION_ID, `message ${receipt.messageId} has no transaction id`);
+    }
+    const target = endpoints ?? this.halfEndpoints.get(receipt) ?? this.clientConfig.accessPoint;
+    await this.call(this.connectionFor(target), 'EndTransaction', {
+      topic: this.resource(topic),
+      message_id: receipt.messageId,
+      transaction_id: receipt.transactionId,
+      resolution: RESOLUTION_CODES[resolution],
+      source,
+    });
+  }
+
+  /** The broker asks about a transaction left open: the checker decides, we tell the broker. */
+  protected override onOrphanedTransaction(
+    conn: Connection,
+    command: NonNullable<TelemetryCommand['recover_orphaned_transaction_command']>,
+  ): void {
+    const checker = this.options.checker;
+    const messageId = command.message?.system_properties?.message_id ?? '';
+    if (!checker) {
+      this.logger.warn(
+        { messageId, transactionId: command.transaction_id },
+        'the broker asked about an open transaction, but this producer has no checker',
+      );
+      return;
+    }
+    const p = (async () => {
+      const view = new MessageView(command.message, {
+        endpointKey: conn.key,
+        group: {},
+        topic: command.message.topic ?? {},
+        receiptHandle: '',
+        owner: this,
+      });
+      const answer = await checker(view);
+      if (answer !== 'COMMIT' && answer !== 'ROLLBACK') return;
+      await this.endTransaction(
+        view.topic,
+        { messageId: view.messageId, transactionId: command.transaction_id },
+        answer,
+        SOURCE_SERVER_CHECK,
+        conn.endpoints,
+      );
+      this.logger.debug({ messageId, resolution: answer }, 'resolved a transaction the broker asked about');
+    })().catch((err: unknown) =>
+      this.logger.error(
+        { err, messageId, transactionId: command.transaction_id },
+        'checking a transaction failed',
+      ),
+    );
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
   }
 
   protected startupTopics(): readonly string[] {
@@ -250,6 +388,7 @@ export class Producer extends ClientBase {
     let entries = batch;
     let lastErrors = new Map<SendEntry, VelaClientError>();
     let reconnect = false;
+    const maxAttempts = batch.some((e) => e.message.transactional) ? 1 : o.maxAttempts;
     for (let attempt = 1; ; attempt++) {
       entries = entries.filter((e) => !e.settled);
       if (entries.length === 0) return;
@@ -292,9 +431,16 @@ export class Producer extends ClientBase {
           entries.forEach((e, i) => {
             const r = results[i]!;
             const st = r.status ?? res.status;
-            if (st && isOk(st.code))
-              e.resolve({ messageId: r.message_id || e.message.messageId, offset: r.offset ?? 0 });
-            else failed.set(e, fromStatus(st, 'SendMessage'));
+            if (st && isOk(st.code)) {
+              const receipt: SendReceipt = {
+                messageId: r.message_id || e.message.messageId,
+                offset: r.offset ?? 0,
+                ...(r.transaction_id ? { transactionId: r.transaction_id } : {}),
+                ...(r.recall_handle ? { recallHandle: r.recall_handle } : {}),
+              };
+              if (e.message.transactional) this.halfEndpoints.set(receipt, queue.broker.endpoints);
+              e.resolve(receipt);
+            } else failed.set(e, fromStatus(st, 'SendMessage'));
           });
         }
       } catch (err) {
@@ -313,7 +459,7 @@ export class Producer extends ClientBase {
       const retry = new Map<SendEntry, VelaClientError>();
       for (const [e, err] of failed) {
         if (e.settled) continue;
-        if (!err.retriable || attempt >= o.maxAttempts) e.reject(err);
+        if (!err.retriable || attempt >= maxAttempts) e.reject(err);
         else retry.set(e, err);
       }
       if (retry.size === 0) return;

@@ -7,7 +7,7 @@
  * busy: waiting a little makes bigger batches). The broker answers one entry per message, in order,
  * so each caller still gets its own receipt or its own error.
  */
-import type { PreparedMessage } from './message.js';
+import type { PreparedMessage, SendReceipt } from './message.js';
 import type { Cancel, Timers } from '../common/timers.js';
 
 /** One caller's message, waiting for its outcome. */
@@ -15,7 +15,7 @@ export interface SendEntry {
   readonly message: PreparedMessage;
   /** Set once the caller has its answer (resolved, rejected, or aborted). */
   settled: boolean;
-  resolve(receipt: { messageId: string; offset: number }): void;
+  resolve(receipt: SendReceipt): void;
   reject(err: unknown): void;
   /** Set by the sender while the entry is on the wire: called when the caller aborts. */
   onAbort?: () => void;

@@ -22,6 +22,10 @@ export interface TelemetryOptions {
   settings: () => Settings;
   /** Every Settings reply, applied as it comes. */
   onSettings: (s: Settings) => void;
+  /** The broker asks about a transaction left open (producers with a checker). */
+  onOrphanedTransaction?: (
+    command: NonNullable<TelemetryCommand['recover_orphaned_transaction_command']>,
+  ) => void;
   timers: Timers;
   logger: Logger;
   settingsTimeoutMs: number;
@@ -152,9 +156,11 @@ export class TelemetrySession {
       return;
     }
     if (c.recover_orphaned_transaction_command) {
-      this.o.logger.warn(
-        'ignoring an orphaned-transaction check: this client sends no transactional messages',
-      );
+      if (this.o.onOrphanedTransaction) this.o.onOrphanedTransaction(c.recover_orphaned_transaction_command);
+      else
+        this.o.logger.warn(
+          'ignoring an orphaned-transaction check: this client sends no transactional messages',
+        );
       return;
     }
     if (c.status && !isOk(c.status.code)) {

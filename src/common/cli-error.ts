@@ -5,6 +5,7 @@
  * reported by the broker exits with that code's `exit` fact.
  */
 import { ExitCode, codeFacts } from './codes.js';
+import { escapeControl } from './escape.js';
 
 export { ExitCode };
 
@@ -29,7 +30,7 @@ export function usageError(message: string): CliError {
   return new CliError(message, ExitCode.USAGE);
 }
 
-/** Collapse a message onto one line (for stderr). */
+/** Collapse a message onto one line (for stderr), control characters from the network escaped. */
 export function oneLine(message: string): string {
-  return message.trim().replace(/\s*\n\s*/g, ' ');
+  return escapeControl(message.trim().replace(/\s*\n\s*/g, ' '));
 }

@@ -97,7 +97,11 @@ export const PRODUCE_SCHEMA = {
 } as const;
 
 export const CONSUME_SCHEMA = {
-  minInvisibleMs: num(10_000, 'smallest invisible duration a receive may ask for', 'ms'),
+  minInvisibleMs: num(
+    20,
+    "smallest invisible duration a receive may ask for (RocketMQ's proxy: 10 s; the default admits the seeds' 20–50 ms examples)",
+    'ms',
+  ),
   maxInvisibleMs: num(12 * 3600_000, 'largest invisible duration', 'ms', { min: 1 }),
   autoRenewInvisibleMs: num(
     60_000,
@@ -182,12 +186,49 @@ export const GRPC_SCHEMA = {
   }),
 } as const;
 
+export const TIMER_SCHEMA = {
+  maxDelayMs: num(
+    3 * 24 * 3600_000,
+    "longest delay a DELAY message may ask for (RocketMQ's `timerMaxDelaySec`); a later delivery time is refused with `ILLEGAL_DELIVERY_TIME`",
+    'ms',
+    { min: 1 },
+  ),
+} as const;
+
+export const TRANSACTION_SCHEMA = {
+  checkTimeoutMs: num(
+    6000,
+    "a half message neither committed nor rolled back this long after it was stored is orphaned, and its producer is asked to resolve it (RocketMQ's `transactionTimeOut`)",
+    'ms',
+    { min: 1 },
+  ),
+  checkIntervalMs: num(
+    30_000,
+    "how often an orphaned transaction is checked again while it stays unresolved (RocketMQ's `transactionCheckInterval`)",
+    'ms',
+    { min: 1 },
+  ),
+  checkMax: num(
+    15,
+    "checks before an orphaned transaction is rolled back (and logged) (RocketMQ's `transactionCheckMax`)",
+    'count',
+  ),
+  maxRecoveryMs: num(
+    3600_000,
+    "longest check delay a producer may ask for with `orphaned_transaction_recovery_duration` (RocketMQ's `maxTransactionRecoverySecond`)",
+    'ms',
+    { min: 1 },
+  ),
+} as const;
+
 export const SECTION_SCHEMAS = {
   store: STORE_SCHEMA,
   produce: PRODUCE_SCHEMA,
   consume: CONSUME_SCHEMA,
   flowControl: FLOW_CONTROL_SCHEMA,
   grpc: GRPC_SCHEMA,
+  timer: TIMER_SCHEMA,
+  transaction: TRANSACTION_SCHEMA,
 } as const;
 export type SectionName = keyof typeof SECTION_SCHEMAS;
 
@@ -238,10 +279,14 @@ export const TOP_SCHEMA = {
     flag: '--auto-create-topics',
     env: 'VELA_AUTO_CREATE_TOPICS',
   }),
-  autoCreateGroups: bool(false, 'create unknown consumer groups on first use', {
-    flag: '--auto-create-groups',
-    env: 'VELA_AUTO_CREATE_GROUPS',
-  }),
+  autoCreateGroups: bool(
+    true,
+    "create unknown consumer groups on first use (RocketMQ's autoCreateSubscriptionGroup); `false` requires `updateSubGroup` first",
+    {
+      flag: '--auto-create-groups',
+      env: 'VELA_AUTO_CREATE_GROUPS',
+    },
+  ),
   enableMixedMessageType: bool(false, 'allow `message.type=MIXED` topics', {
     flag: '--enable-mixed-message-type',
     env: 'VELA_ENABLE_MIXED_MESSAGE_TYPE',
@@ -290,6 +335,31 @@ export const TOP_SCHEMA = {
     flag: '--http-tls',
     env: 'VELA_HTTP_TLS',
   }),
+  clusterName: {
+    default: 'DefaultCluster',
+    doc: "cluster name: the `cluster` label of every metric (RocketMQ's `brokerClusterName`)",
+    kind: { type: 'string' },
+    flag: '--cluster-name <name>',
+    env: 'VELA_CLUSTER_NAME',
+  } as Setting<string>,
+  metrics: bool(true, 'serve Prometheus metrics at `GET /metrics` on the admin HTTP port', {
+    flag: '--metrics <true|false>',
+    env: 'VELA_METRICS',
+  }),
+  adminToken: {
+    default: '',
+    doc:
+      'token the admin HTTP API (`/api/*`, `/metrics`) requires as `Authorization: Bearer <token>`; ' +
+      'none by default, required when `host` is not a loopback address',
+    kind: { type: 'string', optional: true },
+    flag: '--admin-token <token>',
+    env: 'VELA_ADMIN_TOKEN',
+  } as Setting<string>,
+  deliveryHistory: num(
+    50_000,
+    'deliveries (attempt, client, outcome) the broker remembers for the console, the newest kept; `0` turns it off',
+    'count',
+  ),
 } as const;
 
 // ---------------------------------------------------------------------------------------------------
@@ -302,6 +372,8 @@ export type ProduceLimits = ValuesOf<typeof PRODUCE_SCHEMA>;
 export type ConsumeSettings = ValuesOf<typeof CONSUME_SCHEMA>;
 export type FlowControlSettings = ValuesOf<typeof FLOW_CONTROL_SCHEMA>;
 export type GrpcSettings = ValuesOf<typeof GRPC_SCHEMA>;
+export type TimerSettings = ValuesOf<typeof TIMER_SCHEMA>;
+export type TransactionSettings = ValuesOf<typeof TRANSACTION_SCHEMA>;
 type TopSettings = ValuesOf<typeof TOP_SCHEMA>;
 
 /** The resolved configuration of a broker. */
@@ -313,6 +385,8 @@ export interface VelaConfig extends Omit<TopSettings, 'grpcPort'> {
   readonly consume: ConsumeSettings;
   readonly flowControl: FlowControlSettings;
   readonly grpc: GrpcSettings;
+  readonly timer: TimerSettings;
+  readonly transaction: TransactionSettings;
 }
 
 /** What a caller may give: any subset; `grpcPort` may be one port or a list. */
@@ -323,6 +397,8 @@ export type ConfigInput = Partial<Omit<TopSettings, 'grpcPort'>> & {
   consume?: Partial<ConsumeSettings>;
   flowControl?: Partial<FlowControlSettings>;
   grpc?: Partial<GrpcSettings>;
+  timer?: Partial<TimerSettings>;
+  transaction?: Partial<TransactionSettings>;
 };
 
 function defaultsOf<S extends Record<string, Setting<unknown>>>(schema: S): ValuesOf<S> {
@@ -344,6 +420,8 @@ export const DEFAULTS: VelaConfig = deepFreeze({
   consume: defaultsOf(CONSUME_SCHEMA),
   flowControl: defaultsOf(FLOW_CONTROL_SCHEMA),
   grpc: defaultsOf(GRPC_SCHEMA),
+  timer: defaultsOf(TIMER_SCHEMA),
+  transaction: defaultsOf(TRANSACTION_SCHEMA),
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -450,7 +528,38 @@ function checkPort(value: unknown, bad: (why: string) => VelaError): number {
   return value;
 }
 
+/** Whether an address is the local machine only (what a page on another machine cannot reach). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  return (
+    h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || /^::ffff:127(\.\d{1,3}){3}$/.test(h)
+  );
+}
+
+/** Shortest admin token accepted: guessing must not be a practical attack. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
 function crossCheck(c: VelaConfig, sourceOf: SourceOf): void {
+  if (c.adminToken !== '' && !/^[\x21-\x7e]+$/.test(c.adminToken)) {
+    throw illegal(sourceOf('adminToken'), 'adminToken', 'must be printable ASCII without spaces');
+  }
+  if (c.adminToken !== '' && c.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw illegal(
+      sourceOf('adminToken'),
+      'adminToken',
+      `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (for example: openssl rand -hex 16)`,
+    );
+  }
+  if (c.adminToken === '' && !isLoopbackHost(c.host)) {
+    throw illegal(
+      sourceOf('host'),
+      'host',
+      `is ${c.host}, beyond loopback: the admin API then needs a token (adminToken, --admin-token or VELA_ADMIN_TOKEN)`,
+    );
+  }
   if (c.remotingPort !== 0 && (c.grpcPorts.includes(c.remotingPort) || c.httpPort === c.remotingPort)) {
     throw illegal(
       sourceOf('remotingPort'),

@@ -53,6 +53,18 @@ export const ErrorCatalogue = {
     "the message's type does not match the topic's message.type",
   ),
   MESSAGE_CORRUPTED: entry('MESSAGE_CORRUPTED', 'malformed message batch'),
+  // Delay (scheduled) messages and recall
+  ILLEGAL_RECALL_HANDLE: entry('BAD_REQUEST', 'illegal recall handle'),
+  SCHEDULED_MESSAGE_NOT_FOUND: entry('NOT_FOUND', 'no scheduled message for this recall handle'),
+  RECALL_TOO_LATE: entry(
+    'PRECONDITION_FAILED',
+    'the message was already delivered (or is being delivered) and cannot be recalled',
+  ),
+  // Transactions
+  TRANSACTION_RESOLVED: entry(
+    'PRECONDITION_FAILED',
+    'the transaction was already resolved the other way (committed, or rolled back)',
+  ),
   // Consumption
   ILLEGAL_FILTER_EXPRESSION: entry('ILLEGAL_FILTER_EXPRESSION', 'illegal filter expression'),
   ILLEGAL_INVISIBLE_TIME: entry('ILLEGAL_INVISIBLE_TIME', 'illegal invisible duration'),
@@ -68,6 +80,13 @@ export const ErrorCatalogue = {
   INVALID_TRANSACTION_ID: entry('INVALID_TRANSACTION_ID', 'invalid transaction id'),
   NOT_IMPLEMENTED: entry('NOT_IMPLEMENTED', 'not implemented'),
   TOO_MANY_REQUESTS: entry('TOO_MANY_REQUESTS', 'too many requests'),
+  // The admin HTTP API
+  ADMIN_UNAUTHORIZED: entry('UNAUTHORIZED', 'the admin API needs its token (Authorization: Bearer <token>)'),
+  ADMIN_FORBIDDEN_ORIGIN: entry(
+    'FORBIDDEN',
+    'the admin API refuses requests from another site or addressed to a foreign host name',
+  ),
+  ADMIN_NOT_JSON: entry('BAD_REQUEST', 'state changes must be sent as JSON (Content-Type: application/json)'),
   // Generic
   INTERNAL: entry('INTERNAL_SERVER_ERROR', 'internal error'),
 } as const satisfies Record<string, CatalogueEntry>;

@@ -38,6 +38,8 @@ export function fromWireMessage(m: WireMessage, namespace: string): ProduceMessa
   const messageType = TYPE_FROM_WIRE[declared];
   const deliveryTimestamp = toMillis(sp.delivery_timestamp);
   const bornTimestamp = toMillis(sp.born_timestamp);
+  const recovery = sp.orphaned_transaction_recovery_duration;
+  const recoveryMs = recovery ? (recovery.seconds ?? 0) * 1000 + Math.floor((recovery.nanos ?? 0) / 1e6) : 0;
   return {
     topic: toInternal(namespace || m.topic?.resource_namespace || '', name),
     messageId: sp.message_id ?? '',
@@ -52,7 +54,13 @@ export function fromWireMessage(m: WireMessage, namespace: string): ProduceMessa
     ...(messageType ? { messageType } : {}),
     bodyEncoding: sp.body_encoding === WireEncoding.GZIP ? 'GZIP' : 'IDENTITY',
     ...(sp.trace_context ? { traceContext: sp.trace_context } : {}),
+    ...(recoveryMs > 0 ? { transactionRecoveryMs: recoveryMs } : {}),
   };
+}
+
+/** Properties the broker keeps for itself (`__VELA_…`, the trace context): never shown to clients. */
+function isInternal(k: string): boolean {
+  return k === TRACE_CONTEXT_PROPERTY || (k.charCodeAt(0) === 95 && k.startsWith('__VELA_'));
 }
 
 export interface DeliveryInfo {
@@ -73,11 +81,18 @@ export function toWireMessage(m: BrokerMessage, d: DeliveryInfo): WireMessage {
   const properties = m.properties;
   let user = properties;
   let traceContext: string | undefined;
-  if (TRACE_CONTEXT_PROPERTY in properties || BODY_MD5_PROPERTY in properties) {
+  let internal = false;
+  for (const k in properties) {
+    if (isInternal(k)) {
+      internal = true;
+      break;
+    }
+  }
+  if (internal) {
     user = {};
     for (const k in properties) {
       if (k === TRACE_CONTEXT_PROPERTY) traceContext = properties[k];
-      else if (k !== BODY_MD5_PROPERTY) user[k] = properties[k]!;
+      else if (!isInternal(k)) user[k] = properties[k]!;
     }
   }
   const sp: SystemProperties = {

@@ -27,7 +27,11 @@ import {
 } from './handlers/consume.js';
 import { heartbeat, notifyClientTermination, settingsReply } from './handlers/client.js';
 import { getOffset, pullMessage, queryOffset, updateOffset } from './handlers/pull.js';
+import { endTransaction, telemetryCommandOf } from './handlers/transaction.js';
+import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status, type TelemetryCommand } from './wire-types.js';
+import { rpcTimer } from './rpc-stats.js';
+import { Code } from '../common/codes.js';
 import { GrpcStatus, LimitError } from './transport/grpc-wire.js';
 import type { ServerCall, PeerInfo } from './transport/server-call.js';
 import {
@@ -196,9 +200,11 @@ export class GrpcEndpoint {
       opt: { requireClientId?: boolean; entriesField?: number } = {},
     ) => {
       const m = methods.get(name)!;
+      const timer = rpcTimer(broker.stats, name);
       const handler: MethodHandler = {
         kind: 'unary',
         onRequest: (call, bytes) => {
+          const started = timer.start();
           let req: object;
           try {
             req = decodeGuarded(m, bytes, opt.entriesField);
@@ -209,11 +215,22 @@ export class GrpcEndpoint {
           const run = (): unknown => fn(contextOf(call, req, opt.requireClientId ?? true), req as never);
           const auth = admit(call);
           (auth ? Promise.resolve(auth).then(run) : Promise.resolve().then(run)).then(
-            (res) => answer(call, m.responseType, res, name),
-            (err: unknown) => answer(call, m.responseType, { status: statusOf(err, log, name) }, name),
+            (res) => {
+              answer(call, m.responseType, res, name);
+              timer.end(started, (res as { status?: { code?: number } })?.status?.code ?? Code.OK);
+            },
+            (err: unknown) => {
+              const status = statusOf(err, log, name);
+              answer(call, m.responseType, { status }, name);
+              timer.end(started, status.code);
+            },
           );
         },
-        onRefused: (call, err) => answer(call, m.responseType, { status: limitStatus(err) }, name),
+        onRefused: (call, err) => {
+          const status = limitStatus(err);
+          answer(call, m.responseType, { status }, name);
+          timer.end(timer.start(), status.code);
+        },
       };
       return handler;
     };
@@ -229,7 +246,13 @@ export class GrpcEndpoint {
       onError: (status: Status) => unknown[],
     ): MethodHandler => {
       const m = methods.get(name)!;
-      const sendFrames = (call: ServerCall, frames: unknown[]) => {
+      const timer = rpcTimer(broker.stats, name, true);
+      /** The status a streamed answer carries (its first frame with one). */
+      const codeOf = (frames: readonly unknown[]) =>
+        (frames.find((f) => (f as { status?: unknown }).status) as { status?: { code?: number } } | undefined)
+          ?.status?.code ?? Code.OK;
+      const sendFrames = (call: ServerCall, frames: unknown[], started?: number) => {
+        if (started !== undefined) timer.end(started, codeOf(frames));
         let encoded: Uint8Array[];
         try {
           encoded = frames.map((f) => encode(m.responseType, f));
@@ -243,21 +266,22 @@ export class GrpcEndpoint {
       return {
         kind: 'server-stream',
         onRequest: (call, bytes) => {
+          const started = timer.start();
           let req: object;
           try {
             req = decodeGuarded(m, bytes);
           } catch (err) {
-            sendFrames(call, onError(limitStatus(err as LimitError)));
+            sendFrames(call, onError(limitStatus(err as LimitError)), started);
             return;
           }
           Promise.resolve(admit(call))
             .then(() => run(contextOf(call, req), req as never, call.signal))
             .then(
-              (frames) => sendFrames(call, frames),
-              (err: unknown) => sendFrames(call, onError(statusOf(err, log, name))),
+              (frames) => sendFrames(call, frames, started),
+              (err: unknown) => sendFrames(call, onError(statusOf(err, log, name)), started),
             );
         },
-        onRefused: (call, err) => sendFrames(call, onError(limitStatus(err))),
+        onRefused: (call, err) => sendFrames(call, onError(limitStatus(err)), timer.start()),
       };
     };
 
@@ -307,14 +331,11 @@ export class GrpcEndpoint {
     );
     register(
       'EndTransaction',
-      unary(
-        'EndTransaction',
-        notImplemented('EndTransaction', 'transactional messages are not supported yet'),
-      ),
+      unary('EndTransaction', (ctx, req) => endTransaction(broker, ctx, req)),
     );
     register(
       'RecallMessage',
-      unary('RecallMessage', notImplemented('RecallMessage', 'delay messages are not supported yet')),
+      unary('RecallMessage', (ctx, req) => recallMessage(broker, ctx, req)),
     );
     register(
       'SyncLiteSubscription',
@@ -407,6 +428,12 @@ export class GrpcEndpoint {
         let streams = this.telemetry.get(clientId);
         if (!streams) this.telemetry.set(clientId, (streams = new Set()));
         streams.add(call);
+        // The broker's own commands to this client (orphaned-transaction checks).
+        const detach = broker.channels.attach(clientId, (command) => {
+          if (!call.isOpen) return false;
+          write(call, telemetryCommandOf(command, `${opts.host}:${this.ports[0] ?? 0}`));
+          return true;
+        });
         const onCommand = (cmd: TelemetryCommand) => {
           const malformed = (cmd as Record<symbol, unknown>)[MALFORMED];
           if (malformed !== undefined) {
@@ -460,6 +487,7 @@ export class GrpcEndpoint {
         const finish = () => {
           if (done) return;
           done = true;
+          detach();
           streams.delete(call);
           if (streams.size === 0) this.telemetry.delete(clientId);
           // The session ends when its last stream on this connection does (streams other connections

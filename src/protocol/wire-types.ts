@@ -27,6 +27,8 @@ export const WireClientType = {
 export const WirePermission = { NONE: 1, READ: 2, WRITE: 3, READ_WRITE: 4 } as const;
 export const WireFilterType = { UNSPECIFIED: 0, TAG: 1, SQL: 2 } as const;
 export const WireEncoding = { UNSPECIFIED: 0, IDENTITY: 1, GZIP: 2 } as const;
+export const WireTransactionResolution = { UNSPECIFIED: 0, COMMIT: 1, ROLLBACK: 2 } as const;
+export const WireTransactionSource = { UNSPECIFIED: 0, CLIENT: 1, SERVER_CHECK: 2 } as const;
 export const WireDigestType = { CRC32: 1, MD5: 2, SHA1: 3 } as const;
 export const WireAddressScheme = { IPv4: 1, IPv6: 2, DOMAIN_NAME: 3 } as const;
 
@@ -117,6 +119,7 @@ export interface Settings {
 export interface TelemetryCommand {
   status?: Status;
   settings?: Settings;
+  recover_orphaned_transaction_command?: { message: WireMessage; transaction_id: string };
   thread_stack_trace?: unknown;
   verify_message_result?: unknown;
   command?: string;

@@ -24,3 +24,11 @@ export type { FlushPolicy, StoreSettings } from '../common/config.js';
 export { STORE_DEFAULTS } from '../common/config.js';
 export { nodeStoreFs } from './store-fs.js';
 export type { StoreFs, StoreStat } from './store-fs.js';
+export { ScheduleIndex, ScheduleKind } from './schedule-index.js';
+export type {
+  ScheduleEntry,
+  EntryArrays,
+  SlabState,
+  SlabSummary,
+  ScheduleIndexOptions,
+} from './schedule-index.js';

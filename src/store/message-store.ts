@@ -20,7 +20,7 @@ import { KeyIndex } from './key-index.js';
 import { readCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planRetention } from './retention.js';
 import { acquireDirLock, type DirLock } from './dir-lock.js';
-import { SerialExecutor } from './serial-executor.js';
+import { SerialExecutor } from '../common/serial-executor.js';
 import { ensureDir, errnoOf, fsyncDir, removeTree } from './store-fs.js';
 import { isRetriable, readOnlyError } from './io-errors.js';
 import { StoreHealth } from './store-health.js';
@@ -311,6 +311,8 @@ export class MessageStore {
    */
   deleteTopic(topic: string): Promise<number> {
     if (this.closed) return Promise.reject(new VelaError('STORE_CLOSED'));
+    // Nothing to delete (the usual case when a topic is created): no wait behind maintenance.
+    if (![...this.queues.values()].some((q) => q.topic === topic)) return Promise.resolve(0);
     return this.maintenance.run(async () => {
       const victims = [...this.queues.values()].filter((q) => q.topic === topic);
       if (victims.length === 0) return 0;
@@ -411,6 +413,8 @@ export class MessageStore {
     await ensureDir(o.fs, o.dataDir);
     this.lock = await acquireDirLock(o.dataDir, o.fs);
     try {
+      // Left by an earlier version that moved a deleted topic's queue indexes here before removing them.
+      await removeTree(o.fs, join(o.dataDir, 'consumequeue-deleted'));
       const ckpt = await readCheckpoint(o.dataDir, o.fs);
       this.log = await SegmentLog.open({
         dir: join(o.dataDir, 'commitlog'),
@@ -595,8 +599,10 @@ export class MessageStore {
       if (m && match(m) && (!opts.topic || m.topic === opts.topic)) {
         const deletedAt = this.deletedTopics.get(m.topic);
         if (deletedAt !== undefined && pos < deletedAt) continue;
+        // Only what its queue still holds: not removed by retention, not of a deleted topic (nor of
+        // an earlier life of a topic deleted and created again).
         const q = this.queues.get(queueKey(m.topic, m.queueId));
-        if (q && m.queueOffset < q.minOffset) continue;
+        if (!q || (await q.entryAt(m.queueOffset))?.logPosition !== m.logPosition) continue;
         out.push(m);
         if (out.length >= limit) break;
       }

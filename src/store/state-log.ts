@@ -27,7 +27,7 @@ import { VelaError } from '../common/errors.js';
 import { SegmentLog } from './segment-log.js';
 import { FRAME_HEADER_SIZE, RecordType, sealFrame } from './record-codec.js';
 import { acquireDirLock, type DirLock } from './dir-lock.js';
-import { SerialExecutor } from './serial-executor.js';
+import { SerialExecutor } from '../common/serial-executor.js';
 import {
   ensureDir,
   errnoOf,

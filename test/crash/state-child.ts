@@ -20,18 +20,22 @@ import { GroupRegistry } from '../../src/broker/group-registry.js';
 import { OffsetStore } from '../../src/broker/offsets.js';
 import { silentLogger } from '../../src/common/logger.js';
 
-/** Applies each change to memory, then journals it (the consumption state's order). */
+/**
+ * Applies each change to memory, then journals it (the consumption state's order). The journal
+ * carries only the broker's typed records: a counter travels as a `txChecked` record (the
+ * transactions' kind, which nothing else in this journal applies), its number as the offset.
+ */
 export class Counters implements StateParticipant {
   readonly stateKey = 'counters';
   readonly seen = new Set<number>();
   journal!: StateJournal;
   async add(n: number): Promise<void> {
     this.seen.add(n);
-    await this.journal.append({ k: 'cnt', n });
+    await this.journal.append({ kind: 'txChecked', offset: n, checks: 1, at: 0 });
   }
   apply(rec: StateRecord): boolean {
-    if (rec.k !== 'cnt') return false;
-    this.seen.add(rec.n as number);
+    if (rec.kind !== 'txChecked') return false;
+    this.seen.add(rec.offset);
     return true;
   }
   snapshot(): unknown {

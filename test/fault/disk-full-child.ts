@@ -108,7 +108,15 @@ if (mode === 'real') {
   closeSync(fd);
 }
 
-const running = await startBroker({ dataDir: data, grpcPort: 0, httpPort: 0, logger, diskUsage, ...options });
+const running = await startBroker({
+  dataDir: data,
+  grpcPort: 0,
+  httpPort: 0,
+  remotingPort: 0,
+  logger,
+  diskUsage,
+  ...options,
+});
 const http = `http://127.0.0.1:${running.httpPort}`;
 const post = (path: string, b: unknown) =>
   fetch(`${http}${path}`, {

@@ -104,6 +104,24 @@ test('sync flush: a failed durable write makes the store read-only until restart
   }
 });
 
+test('a read-only store refuses to delete a topic, and the topic stays whole', async () => {
+  await withFaultyStore({}, async ({ store, fs, dataDir }) => {
+    await store.append([msg('Doomed', 0, 'a'), msg('Doomed', 1, 'b')]);
+    await store.checkpoint();
+    fs.fail({ ops: ['writev'], path: /commitlog/, code: 'EIO', times: 1 });
+    await assert.rejects(store.append([msg('T', 0, 'c')]), (e) => isVelaError(e, 'STORE_IO_ERROR'));
+    fs.clear();
+    await assert.rejects(store.deleteTopic('Doomed'), (e) => {
+      assert.ok(isVelaError(e, 'STORE_IO_ERROR'), String(e));
+      assert.match(e.message, /read-only/);
+      return true;
+    });
+    assert.deepEqual(await readAll(store, 'Doomed', 0), ['a']);
+    assert.deepEqual(await readAll(store, 'Doomed', 1), ['b']);
+    assert.ok(existsSync(join(dataDir, 'consumequeue', 'Doomed')), 'its index files are still there');
+  });
+});
+
 test('async flush: a failed fdatasync is not swallowed and retried: the store goes read-only', async () => {
   await withFaultyStore({ flush: 'async', flushIntervalMs: 20 }, async ({ store, fs }) => {
     await store.append([msg('T', 0, 'a')]);

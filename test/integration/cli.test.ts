@@ -376,6 +376,8 @@ describe('vela admin', { concurrency: true, timeout: 90_000 }, () => {
         1,
         /topic not found: NoSuchTopic_cli \(TOPIC_NOT_FOUND, code \d+\)/,
       ],
+      [['updateTopic', '-t', '%DLQ%CliNope'], 1, /system namespace.*\(ILLEGAL_TOPIC, code \d+\)/],
+      [['updateSubGroup', '-g', '%SYS%CliNope'], 1, /system namespace.*\(ILLEGAL_CONSUMER_GROUP, code \d+\)/],
     ];
     const [unreachable, ...results] = await Promise.all([
       runCli(['admin', 'topicList', '-n', `127.0.0.1:${closed}`]),

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { startBroker, type RunningBroker } from '../../src/server.js';
 import { tempDir } from '../helpers.js';
 import { RawClient, startTestBroker } from './raw-client.js';
+import { storeOf } from '../../src/internal.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
@@ -95,6 +96,52 @@ test('per-group order with two consumers: each group in order, one message at a 
       Array.from({ length: 12 }, (_, i) => i),
       `order of ${g}`,
     );
+});
+
+test('an ack landing while a receive reads the store cannot let a later message overtake held ones (issue 10)', async () => {
+  const { topic, group } = await setup();
+  await sendGroups(topic, ['A'], 2);
+  const first = await client.receiveMessages(group, topic);
+  assert.deepEqual(first.messages.map(body), ['A#0'], 'A#1 is held behind A#0');
+  await client.send(topic, [{ messageType: 2, messageGroup: 'A', body: Buffer.from('A#2') }]);
+  // The next receive reads A#2 from the store while A#0 is still in flight; hold it inside that read
+  // and let the ack of A#0 arrive meanwhile, as a consumer acking concurrently would.
+  const store = storeOf(running.broker);
+  const read = store.read.bind(store);
+  let entered!: () => void;
+  const inRead = new Promise<void>((r) => (entered = r));
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  store.read = async (...args) => {
+    if (args[0] === topic) {
+      entered();
+      await gate;
+    }
+    return read(...args);
+  };
+  const order: string[] = [];
+  try {
+    const receiving = client.receiveMessages(group, topic);
+    await inRead;
+    const acking = client.ack(group, topic, [sp(first.messages[0]).receipt_handle]);
+    await new Promise((r) => setTimeout(r, 100)); // the ack has reached the broker
+    release();
+    const [r] = await Promise.all([receiving, acking]);
+    order.push('A#0', ...r.messages.map(body));
+  } finally {
+    store.read = read;
+  }
+  for (;;) {
+    const r = await client.receiveMessages(group, topic);
+    if (r.messages.length === 0) break;
+    order.push(...r.messages.map(body));
+    await client.ack(
+      group,
+      topic,
+      r.messages.map((m: Any) => sp(m).receipt_handle),
+    );
+  }
+  assert.deepEqual(order, ['A#0', 'A#1', 'A#2'], 'A#2 must not overtake the held A#1');
 });
 
 test('a failing head holds back only its own group; it comes back after the fixed interval', async () => {

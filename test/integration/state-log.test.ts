@@ -106,13 +106,17 @@ test('a snapshot is written and replayed chunk by chunk; one written by the prev
   }
 });
 
-/** A participant with a large state: one entry per key, applied before journalling. */
+/**
+ * A participant with a large state: one entry per key, applied before journalling. The journal
+ * carries only the broker's typed records: an entry travels as an offset commit (key as the group,
+ * pad as the topic, v as the offset), a deletion as the group's offsets forgotten.
+ */
 class BigState implements StateParticipant {
   readonly stateKey = 'big';
   readonly entries = new Map<string, { v: number; pad: string }>();
   apply(rec: StateRecord): boolean {
-    if (rec.k === 'big') this.entries.set(rec.key as string, { v: rec.v as number, pad: rec.pad as string });
-    else if (rec.k === 'big-') this.entries.delete(rec.key as string);
+    if (rec.kind === 'offsetCommitted') this.entries.set(rec.group, { v: rec.offset, pad: rec.topic });
+    else if (rec.kind === 'offsetsForgotten') this.entries.delete(rec.group!);
     else return false;
     return true;
   }
@@ -129,6 +133,15 @@ class BigState implements StateParticipant {
   }
 }
 
+const bigSet = (key: string, v: number, pad: string): StateRecord => ({
+  kind: 'offsetCommitted',
+  group: key,
+  topic: pad,
+  queueId: 0,
+  offset: v,
+  updatedAt: 0,
+});
+
 test('compacting a large state never stalls the event loop for long (it is streamed, not one string)', async () => {
   const dir = tempDir();
   const crashed = tempDir();
@@ -137,7 +150,7 @@ test('compacting a large state never stalls the event loop for long (it is strea
     const journal = await StateJournal.open({ dir: dir.path, flush: 'sync', logger: silentLogger() }, [big]);
     const pad = 'x'.repeat(40);
     for (let i = 0; i < 300_000; i++) big.entries.set(`key-${i}`, { v: i, pad });
-    await journal.append({ k: 'big', key: 'key-last', v: -1, pad });
+    await journal.append(bigSet('key-last', -1, pad));
     big.entries.set('key-last', { v: -1, pad });
     // What one synchronous serialization of this state costs here (the old way, for comparison).
     const t0 = performance.now();
@@ -161,10 +174,10 @@ test('compacting a large state never stalls the event loop for long (it is strea
         const key = `key-${(n * 7919) % 300_000}`;
         if (n % 3 === 0) {
           big.entries.delete(key);
-          await journal.append({ k: 'big-', key });
+          await journal.append({ kind: 'offsetsForgotten', group: key });
         } else {
           big.entries.set(key, { v: -n, pad });
-          await journal.append({ k: 'big', key, v: -n, pad });
+          await journal.append(bigSet(key, -n, pad));
         }
       }
     })();
@@ -209,7 +222,7 @@ test('a compaction that keeps failing (disk full) is retried with backoff, not o
     const pad = 'y'.repeat(100);
     for (let i = 0; i < 200; i++) {
       big.entries.set(`k${i}`, { v: i, pad });
-      await journal.append({ k: 'big', key: `k${i}`, v: i, pad });
+      await journal.append(bigSet(`k${i}`, i, pad));
     }
     await new Promise((r) => setTimeout(r, 50));
     const attempts = faults.count('open', /snapshot\.tmp$/);

@@ -18,6 +18,7 @@ import {
   uniqueName,
   type InteropBroker,
 } from './support.js';
+import { startTestBroker } from '../support/harness.js';
 
 const CONSUMER_GROUP_NOT_FOUND = 40403;
 
@@ -108,23 +109,29 @@ describe('interop: client lifecycle', { concurrency: true }, () => {
     }
   });
 
-  test('simple consumer of an unknown group: startup fails instead of hanging', async () => {
-    const topic = await createTopic(b, 'LcNoGroup');
-    const c = new SimpleConsumer({
-      endpoints: b.endpoints,
-      namespace: '',
-      consumerGroup: uniqueName('GLcMissing'),
-      subscriptions: new Map([[topic, '*']]),
-      awaitDuration: 500,
-      logger: clientLogger(),
-    });
-    const t = Date.now();
-    await assert.rejects(c.startup(), (err: Error) => {
-      assert.equal(codeOf(err.cause), CONSUMER_GROUP_NOT_FOUND, String(err));
-      return true;
-    });
-    assert.ok(Date.now() - t < 3000, 'rejected promptly');
-    await c.shutdown().catch(() => {});
+  test('simple consumer of an unknown group, groups not auto-created: startup fails instead of hanging', async () => {
+    const strict = await startTestBroker({ autoCreateGroups: false });
+    try {
+      const topic = uniqueName('LcNoGroup');
+      await strict.running.broker.topics.upsert(topic, {});
+      const c = new SimpleConsumer({
+        endpoints: strict.endpoints,
+        namespace: '',
+        consumerGroup: uniqueName('GLcMissing'),
+        subscriptions: new Map([[topic, '*']]),
+        awaitDuration: 500,
+        logger: clientLogger(),
+      });
+      const t = Date.now();
+      await assert.rejects(c.startup(), (err: Error) => {
+        assert.equal(codeOf(err.cause), CONSUMER_GROUP_NOT_FOUND, String(err));
+        return true;
+      });
+      assert.ok(Date.now() - t < 3000, 'rejected promptly');
+      await c.shutdown().catch(() => {});
+    } finally {
+      await strict.close();
+    }
   });
 
   test('producer of an unknown topic: startup fails after its route retries', async () => {

@@ -3,36 +3,52 @@
  * process alive after shutdown (an EggLogger timer, protocol.md §12 item 18), so it runs here and
  * exits explicitly.
  *
- * Usage: node --import tsx push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs]
+ * Usage: node --import tsx push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs] [failPercent]
+ *
+ * `expected` > 0: shut down once that many messages were consumed (or after 15 s). `expected` 0: consume
+ * until a line arrives on stdin (or stdin closes). `delayMs`: the listener's processing time.
+ * `failPercent`: the share of deliveries the listener answers FAILURE (at random).
  *
  * Prints one JSON object per line on stdout:
  *   {"event":"started","clientId":…}
- *   {"event":"consumed","messageId":…,"body":…,"tag":…,"messageGroup":…,"deliveryAttempt":…,"offset":…}
+ *   {"event":"consumed","messageId":…,"body":…,"tag":…,"messageGroup":…,"deliveryAttempt":…,"offset":…,"result":…}
  *   {"event":"shutdown","ms":…}
  *   {"event":"error","message":…}
- * It shuts down once `expected` messages were consumed (or after 15 s), then exits 0.
+ * then exits 0.
  */
+import { createInterface } from 'node:readline';
 import { ConsumeResult, PushConsumer, type MessageView } from 'rocketmq-client-nodejs';
 
-const [endpoints, topic, group, expectedArg, filter = '*', delayArg = '0'] = process.argv.slice(2);
+const [endpoints, topic, group, expectedArg, filter = '*', delayArg = '0', failArg = '0'] =
+  process.argv.slice(2);
 if (!endpoints || !topic || !group || !expectedArg) {
-  console.error('usage: push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs]');
+  console.error(
+    'usage: push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs] [failPercent]',
+  );
   process.exit(2);
 }
 const expected = Number(expectedArg);
 const delayMs = Number(delayArg);
+const failPercent = Number(failArg);
 const emit = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const quiet = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
 
 // Backstop: never outlive a broken run (shutdown can wait on polls and unsettled messages).
-setTimeout(() => {
-  emit({ event: 'error', message: 'child timed out' });
-  process.exit(3);
-}, 40_000).unref();
+setTimeout(
+  () => {
+    emit({ event: 'error', message: 'child timed out' });
+    process.exit(3);
+  },
+  expected > 0 ? 40_000 : 120_000,
+).unref();
 
 let consumed = 0;
 let done: () => void = () => {};
-const allConsumed = new Promise<void>((resolve) => (done = resolve));
+const finished = new Promise<void>((resolve) => (done = resolve));
+if (expected <= 0)
+  createInterface({ input: process.stdin })
+    .on('line', () => done())
+    .on('close', () => done());
 
 const consumer = new PushConsumer({
   endpoints,
@@ -42,9 +58,13 @@ const consumer = new PushConsumer({
   logger: quiet,
   messageListener: {
     async consume(m: MessageView) {
+      // Wall-clock start with sub-millisecond precision, comparable across the processes of one machine.
+      const at = performance.timeOrigin + performance.now();
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      const fail = failPercent > 0 && Math.random() * 100 < failPercent;
       emit({
         event: 'consumed',
+        at,
         messageId: m.messageId,
         body: m.body.toString(),
         tag: m.tag,
@@ -52,8 +72,10 @@ const consumer = new PushConsumer({
         deliveryAttempt: m.deliveryAttempt,
         offset: m.offset,
         corrupted: m.corrupted === true,
+        result: fail ? 'FAILURE' : 'SUCCESS',
       });
-      if (++consumed >= expected) done();
+      if (fail) return ConsumeResult.FAILURE;
+      if (++consumed >= expected && expected > 0) done();
       return ConsumeResult.SUCCESS;
     },
   },
@@ -62,7 +84,7 @@ const consumer = new PushConsumer({
 try {
   await consumer.startup();
   emit({ event: 'started', clientId: consumer.clientId });
-  await Promise.race([allConsumed, new Promise((r) => setTimeout(r, 15_000))]);
+  await Promise.race([finished, ...(expected > 0 ? [new Promise((r) => setTimeout(r, 15_000))] : [])]);
   const t = Date.now();
   await consumer.shutdown();
   emit({ event: 'shutdown', ms: Date.now() - t });

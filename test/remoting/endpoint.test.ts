@@ -278,7 +278,7 @@ describe('Remoting endpoint: send and pull', () => {
     assert.equal(empty.extFields.nextBeginOffset, '1');
   });
 
-  test('a push consumer without a heartbeat subscription gets SUBSCRIPTION_NOT_EXIST; an unknown group SUBSCRIPTION_GROUP_NOT_EXIST', async () => {
+  test('a push consumer without a heartbeat subscription gets SUBSCRIPTION_NOT_EXIST; an unknown group is created on first use (autoCreateGroups), or SUBSCRIPTION_GROUP_NOT_EXIST without it', async () => {
     const { topic, group } = await topicAndGroup(1);
     const r = await c.request(RequestCode.PULL_MESSAGE, {
       consumerGroup: group,
@@ -289,8 +289,15 @@ describe('Remoting endpoint: send and pull', () => {
       sysFlag: 0,
     });
     assert.equal(r.code, ResponseCode.SUBSCRIPTION_NOT_EXIST);
-    const g = await pull(uniqueName('nogroup'), topic, 0, 0);
-    assert.equal(g.code, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST);
+    const newGroup = uniqueName('newgroup');
+    const g = await pull(newGroup, topic, 0, 0);
+    assert.notEqual(g.code, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST);
+    assert.ok(b.running.broker.groups.get(newGroup), 'created on first use, as RocketMQ does by default');
+    const strict = use(await startTestBroker({ autoCreateGroups: false }));
+    const sc = use(await RawRemotingClient.connect(strict.running.remotingPort));
+    await strict.running.broker.topics.upsert(topic, {});
+    const r2 = await pull(uniqueName('nogroup'), topic, 0, 0, { client: sc });
+    assert.equal(r2.code, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST);
   });
 
   test('offsets: commit, query, QUERY_NOT_FOUND, min/max, search by time; a reset answers PULL_OFFSET_MOVED', async () => {

@@ -171,7 +171,13 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
     const { topic, group } = await setup(2);
     const ev = await java('litepull-assign', ns(), topic, group);
     assert.equal(of(ev, 'queues')[0]!.count, 2);
-    const got = of(ev, 'received');
+    const before = of(ev, 'received').filter((m) => m.who === 'before-seek');
+    assert.deepEqual(
+      before.map((m) => m.queueOffset),
+      [0, 1, 2, 3, 4],
+      'the assigned queue read from its start',
+    );
+    const got = of(ev, 'received').filter((m) => m.who === 'assign');
     assert.deepEqual(
       got.map((m) => [m.queueOffset, m.body]),
       [

@@ -71,7 +71,7 @@ describe('Producer', () => {
     );
   });
 
-  test('FIFO messages keep their message group; a DELAY message surfaces the broker error', async () => {
+  test('FIFO messages keep their message group; a DELAY message is scheduled and can be recalled', async () => {
     const fifo = await topic('FIFO');
     const p = use(new Producer({ endpoints: proxy.endpoints }));
     const r = await p.send({ topic: fifo, body: 'f', messageGroup: 'order-1' });
@@ -85,20 +85,15 @@ describe('Producer', () => {
       return true;
     });
     assert.equal(proxy.sends.length - before, 1, 'non-retriable codes are thrown at once');
-    // DELAY: sent with its delivery time; this broker refuses it (NOT_IMPLEMENTED) for now, and that
-    // error reaches the caller after one request.
+    // DELAY: sent with its delivery time, scheduled by the broker, with a handle to recall it.
     const delay = unique('DelayT');
     await b.running.broker.topics.upsert(delay, { attributes: { 'message.type': 'DELAY' } });
     const at = Date.now() + 60_000;
-    const sentBefore = proxy.sends.length;
-    const outcome = await p.send({ topic: delay, body: 'd', deliveryTimestamp: at }).catch((e: unknown) => e);
-    if (outcome instanceof VelaClientError) {
-      assert.equal(outcome.codeName, 'NOT_IMPLEMENTED');
-      assert.equal(proxy.sends.length - sentBefore, 1);
-    } else {
-      const [stored] = await b.running.broker.findMessageById((outcome as SendReceipt).messageId, delay);
-      assert.equal(stored?.deliveryTimestamp, at);
-    }
+    const receipt = await p.send({ topic: delay, body: 'd', deliveryTimestamp: at });
+    assert.ok(receipt.recallHandle, 'a recall handle');
+    assert.equal((await b.running.broker.timer.status(delay)).topics[0]?.nextDueAt, at);
+    await p.recallMessage(delay, receipt.recallHandle);
+    assert.equal((await b.running.broker.timer.status(delay)).scheduled, 0);
     await assert.rejects(
       p.send({ topic: fifo, body: 'x', messageGroup: 'g', deliveryTimestamp: Date.now() }),
       (e: VelaClientError) => e.codeName === 'BAD_REQUEST',

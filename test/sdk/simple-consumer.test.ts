@@ -156,11 +156,13 @@ describe('SimpleConsumer', { concurrency: true }, () => {
     }
   });
 
-  test('start() fails with typed errors for an unknown group or topic', async () => {
+  test('start() fails with typed errors for an unknown group (groups not auto-created) or topic', async () => {
     const { topic } = await setup(0);
+    const strict = use(await startTestBroker({ autoCreateGroups: false }));
+    await strict.running.broker.topics.upsert(topic, {});
     const noGroup = use(
       new SimpleConsumer({
-        endpoints: b.endpoints,
+        endpoints: strict.endpoints,
         group: unique('Nope'),
         subscriptions: { [topic]: '*' },
       }),

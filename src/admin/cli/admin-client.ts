@@ -37,7 +37,11 @@ interface ApiErrorBody {
 export class AdminClient {
   readonly baseUrl: string;
 
-  constructor(addr: string) {
+  constructor(
+    addr: string,
+    /** The broker's admin token, sent as `Authorization: Bearer …` when given. */
+    private readonly token?: string,
+  ) {
     this.baseUrl = adminBaseUrl(addr);
   }
 
@@ -65,7 +69,10 @@ export class AdminClient {
     try {
       res = await fetch(url, {
         method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers: {
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });

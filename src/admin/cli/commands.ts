@@ -28,6 +28,10 @@ import {
   renderTopicList,
   renderTopicRouteTable,
   renderTopicStatus,
+  renderTimerStatus,
+  renderTransactionStatus,
+  type TimerStatus,
+  type TransactionStatus,
   type BrokerInfo,
   type ConsumerConnections,
   type ConsumerProgress,
@@ -39,6 +43,7 @@ import {
 /** Options every admin command takes. */
 interface CommonOptions {
   namesrvAddr?: string;
+  token?: string;
   json?: boolean;
 }
 
@@ -53,7 +58,8 @@ export function registerAdminCommands(program: Command): Command {
     .addHelpText(
       'after',
       `\nEvery command takes -n <host:port> (the admin HTTP address; default ${DEFAULT_ADMIN_ADDR} or ` +
-        'VELA_ADMIN_ADDR) and --json (print the raw JSON answer).\n' +
+        'VELA_ADMIN_ADDR), --token <token> (the admin token, default VELA_ADMIN_TOKEN) and --json ' +
+        '(print the raw JSON answer).\n' +
         'Exit codes: 0 success, 1 the server refused or could not be reached, 2 usage error.',
     );
 
@@ -72,9 +78,12 @@ export function registerAdminCommands(program: Command): Command {
           .env('VELA_ADMIN_ADDR')
           .default(DEFAULT_ADMIN_ADDR),
       )
+      .addOption(
+        new Option('--token <token>', "the broker's admin token, when it has one").env('VELA_ADMIN_TOKEN'),
+      )
       .option('--json', 'print the raw JSON answer')
       .action(async (opts: O) => {
-        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR), opts);
+        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR, opts.token), opts);
       });
   }
 
@@ -174,6 +183,28 @@ export function registerAdminCommands(program: Command): Command {
     async (client, o) => {
       const route = await client.get<TopicRoute>(`/api/topics/${seg(o.topic)}/route`);
       out(o.list && !o.json ? renderTopicRouteTable(route) : formatJson(route));
+    },
+  );
+
+  sub<CommonOptions & { topic?: string }>(
+    'timerStatus',
+    'delay messages waiting for their delivery time, per topic, and when the next is due',
+    (cmd) => cmd.option('-t, --topic <topic>', 'only this topic'),
+    async (client, o) => {
+      const q = o.topic ? `?topic=${seg(o.topic)}` : '';
+      const status = await client.get<TimerStatus>(`/api/timer${q}`);
+      out(o.json ? formatJson(status) : renderTimerStatus(status));
+    },
+  );
+
+  sub<CommonOptions & { topic?: string }>(
+    'transactionStatus',
+    'transactions neither committed nor rolled back (half messages), per topic',
+    (cmd) => cmd.option('-t, --topic <topic>', 'only this topic'),
+    async (client, o) => {
+      const q = o.topic ? `?topic=${seg(o.topic)}` : '';
+      const status = await client.get<TransactionStatus>(`/api/transactions${q}`);
+      out(o.json ? formatJson(status) : renderTransactionStatus(status));
     },
   );
 

@@ -3,6 +3,7 @@
  * mqadmin lays out the same information.
  */
 import type { AdminOperations, GroupView, TopicView } from '../operations.js';
+import { escapeControl } from '../../common/escape.js';
 import { formatKeyValues, formatPerm, formatTable, formatTime } from './table.js';
 
 type Answer<K extends keyof AdminOperations> = AdminOperations[K] extends (...args: never[]) => infer R
@@ -14,10 +15,12 @@ export type ConsumerProgress = Answer<'consumerProgress'>;
 export type ConsumerConnections = Answer<'consumerConnection'>;
 export type MessageViews = Answer<'queryMsgById'>;
 export type BrokerInfo = Answer<'brokerInfo'>;
+export type TimerStatus = Answer<'timerStatus'>;
+export type TransactionStatus = Answer<'transactionStatus'>;
 
 export function renderTopicConfig(t: TopicView): string {
   const attrs = Object.entries(t.attributes)
-    .map(([k, v]) => `+${k}=${v}`)
+    .map(([k, v]) => escapeControl(`+${k}=${v}`))
     .join(', ');
   return (
     `TopicConfig [topicName=${t.topic}, readQueueNums=${t.readQueueNums}, ` +
@@ -121,6 +124,7 @@ function bodyText(base64: string, size: number): string {
   const text = buf.toString('utf8');
   // eslint-disable-next-line no-control-regex
   const printable = !text.includes('\uFFFD') && !/[\u0000-\u0008\u000E-\u001F]/.test(text);
+  // What is printed still has its remaining control characters (\r, \v, \f, DEL, C1) escaped.
   if (!printable) return `<${size} bytes of binary data; --json gives them in base64>`;
   if (text.length > BODY_PREVIEW_CHARS) {
     return `${text.slice(0, BODY_PREVIEW_CHARS)}… <${size} bytes in all; --json gives them in base64>`;
@@ -147,7 +151,7 @@ export function renderMessages(messages: MessageViews): string {
         ['Born Host', m.bornHost],
         ['Properties', JSON.stringify(m.properties)],
         ['Body Size', m.bodySize],
-        ['Message Body', bodyText(m.body, m.bodySize)],
+        ['Message Body', { text: bodyText(m.body, m.bodySize) }],
       ]),
     )
     .join('\n');
@@ -168,6 +172,24 @@ export function renderMessageList(messages: MessageViews): string {
 }
 
 /** Nested objects flattened to dotted keys, mqadmin's `key : value` style. */
+export function renderTimerStatus(status: TimerStatus): string {
+  return (
+    formatTable(
+      ['Topic', 'Scheduled', 'Next Due'],
+      status.topics.map((t) => [t.topic, t.scheduled, formatTime(t.nextDueAt)]),
+    ) + `Total scheduled: ${status.scheduled}, next due: ${formatTime(status.nextDueAt)}\n`
+  );
+}
+
+export function renderTransactionStatus(status: TransactionStatus): string {
+  return (
+    formatTable(
+      ['Topic', 'Open', 'Oldest Stored'],
+      status.topics.map((t) => [t.topic, t.open, formatTime(t.oldestAt)]),
+    ) + `Total open transactions: ${status.open}\n`
+  );
+}
+
 export function renderBrokerStatus(info: BrokerInfo): string {
   const pairs: [string, string | number | boolean][] = [];
   const walk = (prefix: string, v: unknown) => {

@@ -3,9 +3,12 @@
  * blocks for single records, and mqadmin's renderings of times and permissions.
  */
 
+import { escapeControl, escapeControlKeepingLines } from '../../common/escape.js';
+
 export type Cell = string | number | boolean | null | undefined;
 
-const cellText = (c: Cell): string => (c === null || c === undefined ? '' : String(c));
+/** A cell as printed: ids, hosts and names come from clients, so control characters are escaped. */
+const cellText = (c: Cell): string => (c === null || c === undefined ? '' : escapeControl(String(c)));
 
 /** Aligned columns, two spaces apart, with a `#Header` row; no trailing blanks. */
 export function formatTable(headers: readonly string[], rows: readonly (readonly Cell[])[]): string {
@@ -20,10 +23,15 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   return [line(head), ...body.map(line)].join('\n') + '\n';
 }
 
-/** `Key:   value` lines with the values aligned, as mqadmin prints one message or one config. */
-export function formatKeyValues(pairs: readonly (readonly [string, Cell])[]): string {
+/**
+ * `Key:   value` lines with the values aligned, as mqadmin prints one message or one config. A value
+ * given as `{ text }` is multi-line text (a body): it keeps its newlines and tabs.
+ */
+export function formatKeyValues(pairs: readonly (readonly [string, Cell | { text: string }])[]): string {
   const width = Math.max(0, ...pairs.map(([k]) => k.length + 1));
-  return pairs.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${cellText(v)}`.trimEnd()).join('\n') + '\n';
+  const show = (v: Cell | { text: string }) =>
+    v !== null && typeof v === 'object' ? escapeControlKeepingLines(v.text) : cellText(v);
+  return pairs.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${show(v)}`.trimEnd()).join('\n') + '\n';
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');

@@ -2,7 +2,9 @@
  * Where failed messages go, and what they look like there.
  *
  * A message waiting for retry is a new message (new message id, `ORIGIN_MESSAGE_ID` = the first id)
- * in the group's retry topic for its topic, `%RETRY%<group>_<topic>`, with its due time as delivery
+ * in the group's retry topic for its topic, `%RETRY%<group>+<topic>` (RocketMQ 5's form: neither name
+ * may contain `+`, so the pair is unambiguous; the `_` of earlier versions was not, see
+ * retry-migration.ts), with its due time as delivery
  * timestamp. Retries are spread over queues by the attempt that failed, so that within one queue due
  * times only grow (every retry after attempt n waits the same interval): a consumer only ever looks
  * at the head of each retry queue. Waiting retries therefore live on disk, not in memory, and a
@@ -23,7 +25,20 @@ export const DLQ_ORIGIN_MESSAGE_ID = 'DLQ_ORIGIN_MESSAGE_ID';
 export const RETRY_QUEUES = 33;
 
 export function retryTopicOf(group: string, topic: string): string {
-  return `${RETRY_PREFIX}${group}_${topic}`;
+  return `${RETRY_PREFIX}${group}+${topic}`;
+}
+
+/** The (group, topic) of a retry topic, or null for any other name (including the old `_` form). */
+export function parseRetryTopic(name: string): { group: string; topic: string } | null {
+  if (!name.startsWith(RETRY_PREFIX)) return null;
+  const plus = name.indexOf('+', RETRY_PREFIX.length);
+  if (plus < 0) return null;
+  return { group: name.slice(RETRY_PREFIX.length, plus), topic: name.slice(plus + 1) };
+}
+
+/** Whether a name is a retry topic in the old `_` form. */
+export function isLegacyRetryTopic(name: string): boolean {
+  return name.startsWith(RETRY_PREFIX) && !name.includes('+', RETRY_PREFIX.length);
 }
 
 export function dlqTopicOf(group: string): string {
@@ -91,6 +106,25 @@ export function dlqRecord(m: StoredMessage, group: string, topic: string, attemp
       [DLQ_ORIGIN_MESSAGE_ID]: origin,
     },
     reconsumeTimes: attempts,
+  };
+}
+
+/** A waiting retry moved to another retry topic as it is (same id, due time and attempts). */
+export function movedRetryRecord(
+  m: StoredMessage,
+  topic: string,
+  queueId: number,
+  dueAt: number,
+  reconsumeTimes: number,
+): MessageInput {
+  return {
+    ...copyFields(m),
+    topic,
+    queueId,
+    messageId: m.messageId,
+    properties: m.properties,
+    deliveryTimestamp: dueAt,
+    reconsumeTimes,
   };
 }
 

@@ -13,6 +13,7 @@ interface SendResultEntry {
   message_id: string;
   transaction_id: string;
   offset: number;
+  recall_handle?: string;
 }
 
 export async function sendMessage(
@@ -29,7 +30,7 @@ export async function sendMessage(
   const slots: number[] = [];
   wire.forEach((m, i) => {
     try {
-      converted.push(fromWireMessage(m, ctx.namespace));
+      converted.push({ ...fromWireMessage(m, ctx.namespace), producerClientId: ctx.clientId });
       slots.push(i);
     } catch (err) {
       if (!isVelaError(err)) throw err;
@@ -58,6 +59,7 @@ export async function sendMessage(
               message_id: r.messageId,
               transaction_id: r.transactionId ?? '',
               offset: r.queueOffset,
+              ...(r.recallHandle ? { recall_handle: r.recallHandle } : {}),
             };
     });
   }

@@ -34,7 +34,7 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *   produce NS TOPIC                     sync, async, one-way, batch and ordered (selector) sends
  *   push NS TOPIC GROUP MODE [N]         MODE: concurrent | retry | dlq | orderly | broadcast
  *   litepull-subscribe NS TOPIC GROUP N  two lite pull consumers share the topic's queues
- *   litepull-assign NS TOPIC GROUP       assign queue 0, seek to offset 2, poll
+ *   litepull-assign NS TOPIC GROUP       assign queue 0, read it, seek back to offset 2, poll
  *   send NS TOPIC N [TAG]                N sync sends (for cross-protocol tests)
  *   consume NS TOPIC GROUP N             a push consumer printing N messages (cross-protocol)
  *   bench NS TOPIC GROUP N SIZE THREADS  throughput: N sync sends of SIZE bytes from THREADS threads,
@@ -321,9 +321,15 @@ public class VelaRemotingClient {
             MessageQueue q0 = null;
             for (MessageQueue q : mqs) if (q.getQueueId() == 0) q0 = q;
             c.assign(Collections.singletonList(q0));
+            // Read the whole queue first, then rewind: a seek racing the first pull after assign()
+            // is a race inside the client (its pull task may already have fetched from offset 0).
+            List<MessageExt> first = new ArrayList<>();
+            long until = System.currentTimeMillis() + 20_000;
+            while (first.size() < 5 && System.currentTimeMillis() < until) first.addAll(c.poll(300));
+            for (MessageExt m : first) received("before-seek", m);
             c.seek(q0, 2);
             List<MessageExt> got = new ArrayList<>();
-            long until = System.currentTimeMillis() + 20_000;
+            until = System.currentTimeMillis() + 20_000;
             while (got.size() < 3 && System.currentTimeMillis() < until) got.addAll(c.poll(300));
             for (MessageExt m : got) received("assign", m);
             out("queues", "count", mqs.size());

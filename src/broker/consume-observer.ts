@@ -1,0 +1,111 @@
+/**
+ * What consumption tells the rest of the broker about each delivery: the counters (stats.ts) and the
+ * delivery history (delivery-history.ts). The consume and pull services call these hooks at the moment
+ * a message is handed out or a delivery ends; the hooks do constant work and never await.
+ */
+import type { StoredMessage } from '../store/index.js';
+import type { BrokerStats } from './stats.js';
+import type { DeliveryHistory, DeliveryNext, DeliveryOutcome, DeliverySlot } from './delivery-history.js';
+import { originIdOf } from './consume/retry-records.js';
+
+/** A delivery as the consume service hands it out. */
+export interface DeliveredSlot extends DeliverySlot {
+  attempt: number;
+  clientId: string;
+}
+
+export interface ConsumeObserver {
+  /** A message went to a push or simple consumer (`message` as the client sees it). */
+  delivered(group: string, topic: string, d: DeliveredSlot, message: StoredMessage): void;
+  /** Deliveries ended: acked, or failed (and what follows). */
+  settled(
+    group: string,
+    topic: string,
+    slots: readonly DeliverySlot[],
+    outcome: DeliveryOutcome,
+    next?: DeliveryNext,
+  ): void;
+  /** Messages of `topic` moved to the group's dead-letter queue. */
+  deadLettered(group: string, topic: string, count: number): void;
+}
+
+export interface PullObserver {
+  /** A pull consumer read messages of one queue. */
+  pulled(
+    group: string,
+    topic: string,
+    queueId: number,
+    clientId: string,
+    messages: readonly StoredMessage[],
+  ): void;
+}
+
+export class ConsumptionObserver implements ConsumeObserver, PullObserver {
+  constructor(
+    private readonly stats: BrokerStats,
+    private readonly history: DeliveryHistory,
+    private readonly now: () => number,
+  ) {}
+
+  delivered(group: string, topic: string, d: DeliveredSlot, m: StoredMessage): void {
+    const retry = d.source === 1;
+    this.stats.delivered(group, topic, retry, 1, m.body.length);
+    if (!this.history.enabled) return;
+    this.history.delivered(originIdOf(m), group, topic, d, {
+      group,
+      topic,
+      messageId: m.messageId,
+      attempt: d.attempt,
+      clientId: d.clientId,
+      via: 'POP',
+      retry,
+      queueId: d.queueId,
+      queueOffset: d.offset,
+      at: this.now(),
+      outcome: 'IN_FLIGHT',
+    });
+  }
+
+  settled(
+    group: string,
+    topic: string,
+    slots: readonly DeliverySlot[],
+    outcome: DeliveryOutcome,
+    next?: DeliveryNext,
+  ): void {
+    this.history.settled(group, topic, slots, outcome, this.now(), next);
+  }
+
+  deadLettered(group: string, topic: string, count: number): void {
+    this.stats.deadLettered(group, topic, count);
+  }
+
+  pulled(
+    group: string,
+    topic: string,
+    queueId: number,
+    clientId: string,
+    messages: readonly StoredMessage[],
+  ): void {
+    let bytes = 0;
+    for (const m of messages) bytes += m.body.length;
+    this.stats.delivered(group, topic, false, messages.length, bytes);
+    if (!this.history.enabled) return;
+    const at = this.now();
+    for (const m of messages) {
+      this.history.noted(originIdOf(m), {
+        group,
+        topic,
+        messageId: m.messageId,
+        attempt: 1,
+        clientId,
+        via: 'PULL',
+        retry: false,
+        queueId,
+        queueOffset: m.queueOffset,
+        at,
+        outcome: 'PULLED',
+      });
+    }
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * What every part of the consumption core shares: the broker services it reads, the delivery state,
+ * the executor that serializes each (group, topic), the deadline heap and the parked receives.
+ *
+ * Rule: every change to the state of a (group, topic) runs inside `serialized(state, …)`, so no
+ * decision about a delivery or a message group is ever split by an `await` of another change.
+ * Journal records are appended inside (the journal fixes their order at once); waiting for them to
+ * be durable happens outside, so one fsync covers many changes.
+ */
+import type { Clock } from '../../common/clock.js';
+import type { ConsumeSettings } from '../../common/config.js';
+import { VelaError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { KeyedExecutor } from '../../common/serial-executor.js';
+import { Timers } from '../../common/timers.js';
+import type { MessageStore } from '../../store/index.js';
+import type { GroupRegistry } from '../group-registry.js';
+import type { ReceiptHandles } from '../receipt-handle.js';
+import type { ConsumeObserver } from '../consume-observer.js';
+import type { SessionRegistry } from '../sessions.js';
+import type { StateJournal } from '../state-journal.js';
+import type { TopicRegistry } from '../topic-registry.js';
+import { DeadlineHeap } from './deadline-heap.js';
+import { ConsumeStates, type GroupTopicState } from './delivery.js';
+import { LongPollWaiters } from './long-poll.js';
+
+/** Consumption settings (defaults and meanings in common/config.ts) and the group auto-creation switch. */
+export type ConsumeOptions = ConsumeSettings & { readonly autoCreateGroups: boolean };
+
+export interface ConsumeDeps {
+  store: MessageStore;
+  topics: TopicRegistry;
+  groups: GroupRegistry;
+  sessions: SessionRegistry;
+  handles: ReceiptHandles;
+  options: ConsumeOptions;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** A delivery's invisible time or FIFO retry wait ends (stale when the nonce has changed since). */
+export interface DeliveryDeadline {
+  state: GroupTopicState;
+  key: string;
+  nonce: number;
+}
+
+/** A deadline in the heap: a delivery's, or a wake-up for the receives parked on a topic. */
+export type DeadlineItem = DeliveryDeadline | { wake: string };
+
+export class ConsumeContext {
+  readonly store: MessageStore;
+  readonly topics: TopicRegistry;
+  readonly groups: GroupRegistry;
+  readonly sessions: SessionRegistry;
+  readonly handles: ReceiptHandles;
+  readonly options: ConsumeOptions;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Set once the broker has opened the journal (it replays into the state first). */
+  journal!: StateJournal;
+  readonly states = new ConsumeStates();
+  readonly waiters = new LongPollWaiters();
+  /** Every timer of the consumption core (besides the heap's and the parked receives'): cleared on stop. */
+  readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'consumption has stopped'));
+  readonly heap: DeadlineHeap<DeadlineItem>;
+  /** Retry topics have the `+` form (set when the journal says so; retry-migration.ts). */
+  retryTopicsRenamed = false;
+  /** Told of each delivery and how it ends (counters, delivery history); set by the broker. */
+  observer?: ConsumeObserver;
+  /** Messages moved to a DLQ since start, per group. */
+  readonly deadLettered = new Map<string, number>();
+  private readonly executor = new KeyedExecutor<string>();
+
+  constructor(deps: ConsumeDeps, onDeadline: (item: DeliveryDeadline, at: number) => void) {
+    this.store = deps.store;
+    this.topics = deps.topics;
+    this.groups = deps.groups;
+    this.sessions = deps.sessions;
+    this.handles = deps.handles;
+    this.options = deps.options;
+    this.clock = deps.clock;
+    this.logger = deps.logger;
+    this.heap = new DeadlineHeap(
+      () => this.clock.now(),
+      (item, at) => {
+        if ('wake' in item) this.waiters.wake(item.wake);
+        else onDeadline(item, at);
+      },
+    );
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Run `task` alone with the state of its (group, topic): after what was queued before, before what comes after. */
+  serialized<T>(state: GroupTopicState | string, task: () => T | Promise<T>): Promise<T> {
+    return this.executor.run(typeof state === 'string' ? state : state.key, task);
+  }
+
+  /** Resolves once every serialized task submitted so far has finished. */
+  drain(): Promise<void> {
+    return this.executor.drain();
+  }
+
+  /** Expire (or make due) `key` of `state` at the delivery's deadline. */
+  arm(state: GroupTopicState, key: string, nonce: number, deadline: number): void {
+    this.heap.push(deadline, { state, key, nonce });
+  }
+}

@@ -1,0 +1,39 @@
+/** The stored message behind a delivery, and the message as a delivery presents it to the client. */
+import { createHash } from 'node:crypto';
+import type { MessageStore, StoredMessage } from '../../store/index.js';
+import { Source, type Delivery, type GroupTopicState } from './delivery.js';
+import { ORIGIN_MESSAGE_ID, originIdOf, retryTopicOf } from './retry-records.js';
+
+/** The stored message a delivery stands for, or null if retention removed it. */
+export async function readDelivered(
+  store: MessageStore,
+  s: GroupTopicState,
+  d: Delivery,
+): Promise<StoredMessage | null> {
+  const topic = d.source === Source.RETRY ? retryTopicOf(s.group, s.topic) : s.topic;
+  const r = await store.read(topic, d.queueId, d.offset, { maxCount: 1 });
+  const m = r.messages[0];
+  return m && m.queueOffset === d.offset ? m : null;
+}
+
+/** A presented id for the n-th delivery of a FIFO message: new per retry, stable for a given attempt. */
+function retryMessageId(origin: string, attempt: number): string {
+  return `01${createHash('md5').update(`${origin}#${attempt}`).digest('hex').toUpperCase()}`;
+}
+
+/**
+ * The message as this delivery presents it: a retry shows its original topic; a FIFO message
+ * delivered again shows a new message id, with the first one in `ORIGIN_MESSAGE_ID`.
+ */
+export function presentDelivered(s: GroupTopicState, m: StoredMessage, d: Delivery): StoredMessage {
+  if (d.source === Source.RETRY) return { ...m, topic: s.topic };
+  if (d.attempt > 1) {
+    const origin = originIdOf(m);
+    return {
+      ...m,
+      messageId: retryMessageId(origin, d.attempt),
+      properties: { ...m.properties, [ORIGIN_MESSAGE_ID]: origin },
+    };
+  }
+  return m;
+}

@@ -1,0 +1,159 @@
+/**
+ * Delivery state (RocketMQ's POP state) of one consumer group on one topic: the next offset to read
+ * on each queue of the topic and of the group's retry topic, and every delivery not yet settled.
+ *
+ * A delivery is one message handed out to the group: Inflight until acked, failed or expired; FIFO
+ * deliveries that failed wait in place (WaitingRetry, then Ready) so that nothing later of their
+ * message group overtakes them. Non-FIFO failures leave this state: they become retry messages
+ * (revive.ts).
+ */
+import type { DeliveryOutcome } from '../delivery-history.js';
+import { FifoQueue } from './fifo.js';
+
+/** Where a delivery's message is stored: the topic's queue, or the group's retry topic. */
+export const Source = { TOPIC: 0, RETRY: 1 } as const;
+export type Source = (typeof Source)[keyof typeof Source];
+
+export const DeliveryState = {
+  INFLIGHT: 0,
+  /** FIFO only: failed, waiting for its fixed retry interval (deadline = when it is due). */
+  WAITING_RETRY: 1,
+  /** FIFO only: due again, to be delivered before anything else. */
+  READY: 2,
+} as const;
+export type DeliveryState = (typeof DeliveryState)[keyof typeof DeliveryState];
+
+export interface Delivery {
+  source: Source;
+  queueId: number;
+  offset: number;
+  /** Changes with every hand-out and invisible-time change: older receipt handles stop working. */
+  nonce: number;
+  /** Attempt number of the latest delivery (1 on the first). */
+  attempt: number;
+  deadline: number;
+  /** Push consumers: the server picked the invisible time and renews it while the client lives. */
+  autoRenew: boolean;
+  clientId: string;
+  state: DeliveryState;
+  /** FIFO groups: the key (queue and message group) this delivery blocks; '' otherwise. */
+  fifoKey: string;
+}
+
+/** A delivery about to be handed out (the hand-out arms its nonce, deadline and owner). */
+export function freshDelivery(
+  source: Source,
+  queueId: number,
+  offset: number,
+  attempt: number,
+  fifoKey: string,
+): Delivery {
+  return {
+    source,
+    queueId,
+    offset,
+    nonce: 0,
+    attempt,
+    deadline: 0,
+    autoRenew: false,
+    clientId: '',
+    state: DeliveryState.INFLIGHT,
+    fifoKey,
+  };
+}
+
+export const deliveryKey = (source: Source, queueId: number, offset: number): string =>
+  `${source}:${queueId}:${offset}`;
+
+/** The key of a (consumer group, topic) in maps and in the keyed executor. */
+export const stateKey = (group: string, topic: string): string => `${group}\u0000${topic}`;
+
+/** Broadcast consumers keep their own state under `group%BROADCAST%<name>`; policies come from the group. */
+export const BROADCAST_SEPARATOR = '%BROADCAST%';
+export const baseGroupOf = (group: string): string => group.split(BROADCAST_SEPARATOR)[0]!;
+
+/** A failed delivery to turn into a retry, a FIFO wait or a dead letter (revive.ts). */
+export interface Failure {
+  key: string;
+  delivery: Delivery;
+  /** The client's wish (push nack), in ms. */
+  requestedMs: number;
+  /** A non-FIFO retry due at once (simple consumers, departed push consumers). */
+  immediate: boolean;
+  /** Why the delivery failed (for the delivery history). */
+  why: DeliveryOutcome;
+}
+
+export class GroupTopicState {
+  readonly key: string;
+  /** Next offset to read per queue of the topic. */
+  readonly topicNext = new Map<number, number>();
+  /** Next offset to read per queue of the group's retry topic for this topic. */
+  readonly retryNext = new Map<number, number>();
+  readonly deliveries = new Map<string, Delivery>();
+  /** FIFO redeliveries that are due, oldest first (may hold stale keys). */
+  ready: string[] = [];
+  /** FIFO: key → the delivery blocking it. */
+  readonly blocked = new Map<string, string>();
+  readonly fifo = new Map<number, FifoQueue>();
+  /** Retry queues whose head is not due before this time. */
+  readonly retryDueHint = new Map<number, number>();
+  /** Deliveries whose invisible time ran out, waiting to be failed in one batch. */
+  expiring: Failure[] = [];
+  /** Where the next receive starts its round over the topic's queues. */
+  rr = 0;
+
+  constructor(
+    readonly group: string,
+    readonly topic: string,
+  ) {
+    this.key = stateKey(group, topic);
+  }
+
+  nextOffsets(source: Source): Map<number, number> {
+    return source === Source.TOPIC ? this.topicNext : this.retryNext;
+  }
+
+  fifoQueue(queueId: number, low: number): FifoQueue {
+    let f = this.fifo.get(queueId);
+    if (!f) this.fifo.set(queueId, (f = new FifoQueue(low)));
+    return f;
+  }
+}
+
+/** Every (consumer group, topic) with delivery state. */
+export class ConsumeStates {
+  private readonly byKey = new Map<string, GroupTopicState>();
+
+  get(group: string, topic: string): GroupTopicState | undefined {
+    return this.byKey.get(stateKey(group, topic));
+  }
+
+  /** Whether `s` is still the live state of its (group, topic) (not forgotten meanwhile). */
+  isLive(s: GroupTopicState): boolean {
+    return this.byKey.get(s.key) === s;
+  }
+
+  getOrCreate(group: string, topic: string): GroupTopicState {
+    const k = stateKey(group, topic);
+    let s = this.byKey.get(k);
+    if (!s) this.byKey.set(k, (s = new GroupTopicState(group, topic)));
+    return s;
+  }
+
+  delete(group: string, topic: string): void {
+    this.byKey.delete(stateKey(group, topic));
+  }
+
+  clear(): void {
+    this.byKey.clear();
+  }
+
+  values(): IterableIterator<GroupTopicState> {
+    return this.byKey.values();
+  }
+
+  get size(): number {
+    return this.byKey.size;
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * POP: hand out up to a batch of messages of one (consumer group, topic) to one receive. In order:
+ *
+ *   1. FIFO deliveries due again (they go before anything else of their message group);
+ *   2. non-FIFO retries that are due, from the group's retry topic;
+ *   3. new messages, from every queue of the topic, starting at a rotating queue. For an orderly
+ *      group a message whose key (message group in its queue) is blocked is held back in its queue's
+ *      window (fifo.ts) and handed out, in storage order, once the key is free.
+ *
+ * Every hand-out arms a deadline (its invisible time) and is journalled with the read positions it
+ * moved, in one record. Runs serialized for the (group, topic); returns the deliveries and the
+ * promise of that record being durable (the caller answers the client once it is).
+ */
+import type { StoredMessage } from '../../store/index.js';
+import type { GroupConfig, TopicConfig } from '../metadata.js';
+import { newNonce } from '../receipt-handle.js';
+import { journalSettled, settle } from './commit.js';
+import type { ConsumeContext } from './context.js';
+import { presentDelivered, readDelivered } from './delivered.js';
+import {
+  DeliveryState,
+  Source,
+  deliveryKey,
+  freshDelivery,
+  type Delivery,
+  type GroupTopicState,
+} from './delivery.js';
+import { fifoKey, readHeld, type FifoQueue } from './fifo.js';
+import { RETRY_QUEUES, retryTopicOf } from './retry-records.js';
+import type { FifoLow, QueueNext } from '../state-records.js';
+import type { TagFilter } from '../filter.js';
+
+export interface PopRequest {
+  filter: TagFilter;
+  batch: number;
+  invisibleMs: number;
+  /** The server renews the invisible time while the client lives (push consumers). */
+  autoRenew: boolean;
+  clientId: string;
+}
+
+export interface Delivered {
+  /** The message as the client sees it (topic, id and properties of this delivery). */
+  message: StoredMessage;
+  receiptHandle: string;
+  /** 1 on the first delivery. */
+  deliveryAttempt: number;
+  invisibleMs: number;
+}
+
+export interface PopResult {
+  delivered: Delivered[];
+  /** Resolves once the hand-outs are durable. */
+  durable: Promise<void>;
+}
+
+/** One pop in progress: what it handed out and which read positions it moved. */
+class Batch {
+  readonly delivered: Delivered[] = [];
+  readonly changed: Delivery[] = [];
+  readonly moved: QueueNext[] = [];
+  readonly lows: FifoLow[] = [];
+  /** FIFO keys handed out in this batch (one message per key per batch). */
+  readonly taken = new Set<string>();
+
+  constructor(
+    private readonly ctx: ConsumeContext,
+    readonly s: GroupTopicState,
+    readonly req: PopRequest,
+    readonly now: number,
+    private readonly receiptHandle: (d: Delivery) => string,
+  ) {}
+
+  get full(): boolean {
+    return this.delivered.length >= this.req.batch;
+  }
+
+  get room(): number {
+    return this.req.batch - this.delivered.length;
+  }
+
+  deliver(m: StoredMessage, d: Delivery): void {
+    const { s, req } = this;
+    d.nonce = newNonce();
+    d.deadline = this.now + req.invisibleMs;
+    d.autoRenew = req.autoRenew;
+    d.clientId = req.clientId;
+    d.state = DeliveryState.INFLIGHT;
+    const key = deliveryKey(d.source, d.queueId, d.offset);
+    s.deliveries.set(key, d);
+    if (d.fifoKey) {
+      s.blocked.set(d.fifoKey, key);
+      this.taken.add(d.fifoKey);
+    }
+    this.changed.push(d);
+    const message = presentDelivered(s, m, d);
+    this.delivered.push({
+      message,
+      receiptHandle: this.receiptHandle(d),
+      deliveryAttempt: d.attempt,
+      invisibleMs: req.invisibleMs,
+    });
+    this.ctx.observer?.delivered(s.group, s.topic, d, message);
+    this.ctx.arm(s, key, d.nonce, d.deadline);
+  }
+
+  advance(source: Source, queueId: number, next: number): void {
+    const positions = this.s.nextOffsets(source);
+    if (positions.get(queueId) !== next) {
+      positions.set(queueId, next);
+      this.moved.push({ source, queueId, next });
+    }
+  }
+}
+
+export class Pop {
+  constructor(
+    private readonly ctx: ConsumeContext,
+    private readonly receiptHandle: (s: GroupTopicState, d: Delivery) => string,
+  ) {}
+
+  async pop(s: GroupTopicState, topic: TopicConfig, g: GroupConfig, req: PopRequest): Promise<PopResult> {
+    // Forgotten while this receive waited its turn (its topic or group was deleted).
+    if (!this.ctx.states.isLive(s)) return { delivered: [], durable: Promise.resolve() };
+    const b = new Batch(this.ctx, s, req, this.ctx.now(), (d) => this.receiptHandle(s, d));
+    await this.dueFifoRedeliveries(b);
+    if (!g.consumeMessageOrderly) await this.dueRetries(b);
+    await this.newMessages(b, topic, g.consumeMessageOrderly);
+    const durable =
+      b.changed.length > 0 || b.moved.length > 0
+        ? this.ctx.journal.append({
+            kind: 'deliveries',
+            group: s.group,
+            topic: s.topic,
+            nextOffsets: b.moved,
+            deliveries: b.changed,
+            fifoLows: b.lows,
+          })
+        : Promise.resolve();
+    return { delivered: b.delivered, durable };
+  }
+
+  /** 1. FIFO messages due again, first. */
+  private async dueFifoRedeliveries(b: Batch): Promise<void> {
+    const { s } = b;
+    while (!b.full && s.ready.length > 0) {
+      const key = s.ready.shift()!;
+      const d = s.deliveries.get(key);
+      if (!d || d.state !== DeliveryState.READY) continue;
+      const m = await readDelivered(this.ctx.store, s, d);
+      if (s.deliveries.get(key) !== d || d.state !== DeliveryState.READY) continue;
+      if (!m) {
+        await journalSettled(this.ctx, s, [settle(this.ctx, s, key)]); // removed by retention
+        continue;
+      }
+      d.attempt++;
+      b.deliver(m, d);
+    }
+  }
+
+  /** 2. Retries that are due (non-FIFO groups), from the group's retry topic for this topic. */
+  private async dueRetries(b: Batch): Promise<void> {
+    const { s, req, now } = b;
+    const store = this.ctx.store;
+    const rt = retryTopicOf(s.group, s.topic);
+    for (let q = 0; q < RETRY_QUEUES && !b.full; q++) {
+      const at = s.retryNext.get(q) ?? 0;
+      if (store.queueState(rt, q).maxOffset <= at || (s.retryDueHint.get(q) ?? 0) > now) continue;
+      const r = await store.read(rt, q, at, { maxCount: b.room });
+      let next = r.status === 'FOUND' ? at : r.nextOffset;
+      for (const m of r.messages) {
+        if (m.deliveryTimestamp > now) {
+          // Due times only grow within a retry queue: one wake-up for its head, no timer per retry.
+          s.retryDueHint.set(q, m.deliveryTimestamp);
+          this.ctx.heap.push(m.deliveryTimestamp, { wake: s.topic });
+          break;
+        }
+        next = m.queueOffset + 1;
+        if (!req.filter.matches(m.tag)) continue;
+        b.deliver(m, freshDelivery(Source.RETRY, q, m.queueOffset, m.reconsumeTimes + 1, ''));
+      }
+      b.advance(Source.RETRY, q, next);
+    }
+  }
+
+  /** 3. New messages, from every queue of the topic, starting at a rotating queue. */
+  private async newMessages(b: Batch, topic: TopicConfig, orderly: boolean): Promise<void> {
+    const { s } = b;
+    const queues = topic.readQueueNums;
+    const start = s.rr++ % queues;
+    for (let i = 0; i < queues && !b.full; i++) {
+      const q = (start + i) % queues;
+      const fq = orderly ? s.fifoQueue(q, s.topicNext.get(q) ?? this.firstOffset(s, q)) : undefined;
+      if (fq) await this.heldMessages(b, q, fq);
+      await this.readQueue(b, q, fq);
+    }
+  }
+
+  private firstOffset(s: GroupTopicState, q: number): number {
+    return this.ctx.store.queueState(s.topic, q).minOffset;
+  }
+
+  /**
+   * Held messages whose key is free go first, in storage order (the first held one of each key): take
+   * them, then read them with as few store reads as their spread allows.
+   */
+  private async heldMessages(b: Batch, q: number, fq: FifoQueue): Promise<void> {
+    const { s } = b;
+    const chosen = fq.release(b.room, (key) => !s.blocked.has(key) && !b.taken.has(key));
+    if (chosen.length === 0) return;
+    for (const [e, m] of await readHeld(this.ctx.store, s.topic, q, chosen)) {
+      if (!m) continue; // removed by retention
+      b.deliver(m, freshDelivery(Source.TOPIC, q, e.offset, 1, e.key));
+    }
+  }
+
+  /** Read a queue from its read position: deliver, or (FIFO) hold back behind a blocked key. */
+  private async readQueue(b: Batch, q: number, fq: FifoQueue | undefined): Promise<void> {
+    const { s, req } = b;
+    const store = this.ctx.store;
+    let at = s.topicNext.get(q) ?? this.firstOffset(s, q);
+    if (fq && !fq.canRead(at)) return;
+    const want = fq ? Math.max(b.room, 64) : b.room;
+    let r = await store.read(s.topic, q, at, { maxCount: want, tagHashes: req.filter.hashes });
+    if (r.status === 'OFFSET_TOO_SMALL' || r.status === 'OFFSET_OVERFLOW') {
+      at = r.nextOffset;
+      r = await store.read(s.topic, q, at, { maxCount: want, tagHashes: req.filter.hashes });
+    }
+    let next = r.nextOffset;
+    for (const m of r.messages) {
+      if (!req.filter.matches(m.tag)) {
+        fq?.settled.add(m.queueOffset);
+        continue;
+      }
+      if (fq) {
+        const key = fifoKey(q, m.messageGroup);
+        // Behind an earlier message of its group: in flight, waiting for retry, handed out in this
+        // batch, or held.
+        if (s.blocked.has(key) || b.taken.has(key) || fq.holds(key) || b.full) {
+          if (!fq.canRead(m.queueOffset)) {
+            next = m.queueOffset;
+            break;
+          }
+          fq.hold({ offset: m.queueOffset, key });
+          continue;
+        }
+        b.deliver(m, freshDelivery(Source.TOPIC, q, m.queueOffset, 1, key));
+      } else {
+        b.deliver(m, freshDelivery(Source.TOPIC, q, m.queueOffset, 1, ''));
+      }
+    }
+    if (r.status !== 'FOUND' && r.status !== 'NO_NEW_MESSAGE') next = r.nextOffset;
+    b.advance(Source.TOPIC, q, next);
+    if (fq) {
+      // Offsets the store's tag pre-filter skipped are settled too (only then is there a gap).
+      if (r.messages.length < next - at) {
+        const held = new Set(fq.held.map((h) => h.offset));
+        for (let o = at; o < next; o++) {
+          if (!s.deliveries.has(deliveryKey(Source.TOPIC, q, o)) && !held.has(o)) fq.settled.add(o);
+        }
+      }
+      fq.advance(next, (o) => s.deliveries.has(deliveryKey(Source.TOPIC, q, o)));
+      b.lows.push({ queueId: q, low: fq.low });
+    }
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Receipt handles of deliveries: issue one for the current hand-out of a delivery, and find the live
+ * delivery a client's handle stands for (or say why there is none).
+ */
+import { VelaError } from '../../common/errors.js';
+import type { ConsumeContext } from './context.js';
+import {
+  DeliveryState,
+  Source,
+  deliveryKey,
+  stateKey,
+  type Delivery,
+  type GroupTopicState,
+} from './delivery.js';
+
+/** Handles carry the source in the queue id's top bit. */
+const RETRY_BIT = 0x8000_0000;
+
+export function receiptHandleOf(ctx: ConsumeContext, s: GroupTopicState, d: Delivery): string {
+  return ctx.handles.encode(s.topic, s.group, {
+    queueId: d.source === Source.RETRY ? (d.queueId | RETRY_BIT) >>> 0 : d.queueId,
+    offset: d.offset,
+    nonce: d.nonce,
+  });
+}
+
+/** A handle checked for forgery and for its (group, topic): which delivery it names, and which hand-out. */
+export interface DecodedHandle {
+  stateKey: string;
+  key: string;
+  nonce: number;
+}
+
+/** Decode and authenticate a handle (pure: no state is looked at). */
+export function decodeHandle(
+  ctx: ConsumeContext,
+  group: string,
+  topic: string,
+  receiptHandle: string,
+): DecodedHandle {
+  const f = ctx.handles.decode(receiptHandle, topic, group);
+  const source = f.queueId & RETRY_BIT ? Source.RETRY : Source.TOPIC;
+  return {
+    stateKey: stateKey(group, topic),
+    key: deliveryKey(source, (f.queueId & ~RETRY_BIT) >>> 0, f.offset),
+    nonce: f.nonce,
+  };
+}
+
+/** The in-flight delivery a handle names, if the handle is still the live one. Call serialized. */
+export function liveDelivery(
+  ctx: ConsumeContext,
+  group: string,
+  topic: string,
+  h: DecodedHandle,
+): { s: GroupTopicState; d: Delivery } {
+  const s = ctx.states.get(group, topic);
+  const d = s?.deliveries.get(h.key);
+  if (!s || !d || d.nonce !== h.nonce) {
+    throw new VelaError('INVALID_RECEIPT_HANDLE', 'the receipt handle was acked, superseded or never issued');
+  }
+  if (d.state !== DeliveryState.INFLIGHT || d.deadline <= ctx.now()) {
+    throw new VelaError(
+      'INVALID_RECEIPT_HANDLE',
+      'the receipt handle has expired; the message will be delivered again',
+    );
+  }
+  return { s, d };
+}

@@ -1,0 +1,218 @@
+/**
+ * The admin JSON API as the console calls it: same origin, JSON bodies for every change, and the
+ * admin token (when the broker has one) as a Bearer header, kept for this browser tab only.
+ */
+
+const TOKEN_KEY = 'vela.adminToken';
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code?: number,
+    readonly kind?: string,
+  ) {
+    super(message);
+  }
+}
+
+export function token(): string {
+  return sessionStorage.getItem(TOKEN_KEY) ?? '';
+}
+
+export function setToken(value: string): void {
+  if (value) sessionStorage.setItem(TOKEN_KEY, value);
+  else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+/** Listeners told when the API asks for a token (401). */
+const unauthorized = new Set<() => void>();
+export function onUnauthorized(fn: () => void): () => void {
+  unauthorized.add(fn);
+  return () => unauthorized.delete(fn);
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const t = token();
+  if (t) headers.authorization = `Bearer ${t}`;
+  const res = await fetch(path, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) {
+    const e = (json ?? {}) as { message?: string; code?: number; error?: string };
+    if (res.status === 401) for (const fn of unauthorized) fn();
+    throw new ApiError(e.message ?? `HTTP ${res.status}`, res.status, e.code, e.error);
+  }
+  return json as T;
+}
+
+export const api = {
+  get: <T>(path: string) => call<T>('GET', path),
+  post: <T>(path: string, body: unknown) => call<T>('POST', path, body),
+  del: <T>(path: string) => call<T>('DELETE', path),
+};
+
+export const enc = encodeURIComponent;
+
+// --- shapes of the answers the console uses ------------------------------------------------------
+
+export interface Overview {
+  brokerName: string;
+  clusterName: string;
+  version: string;
+  startedAt: number;
+  uptimeMs: number;
+  now: number;
+  topics: number;
+  groups: number;
+  clients: number;
+  totals: { messagesIn: number; bytesIn: number; messagesOut: number; bytesOut: number };
+  storage: {
+    logBytes: number;
+    segments: number;
+    queues: number;
+    diskUsedRatio: number;
+    oldestStoreTimestamp: number;
+    retentionMs: number;
+    diskCleanupRatio: number;
+    diskRefuseRatio: number;
+    flush: string;
+  };
+  flowControl: {
+    refusingWrites: boolean;
+    maxReadyBacklog: number;
+    refusingTopics: { topic: string; group: string; backlog: number }[];
+  };
+  deliveryHistory: { messages: number; capacity: number };
+}
+
+export interface TopicStat {
+  topic: string;
+  messageType: string;
+  readQueueNums: number;
+  writeQueueNums: number;
+  perm: number;
+  minOffset: number;
+  maxOffset: number;
+  messages: number;
+  lastStoreTimestamp: number;
+}
+
+export interface GroupConfigView {
+  group: string;
+  retryMaxTimes: number;
+  consumeMessageOrderly: boolean;
+  consumeBroadcastEnable: boolean;
+  consumeEnable: boolean;
+  groupRetryPolicy: Record<string, unknown>;
+  fifoRetryIntervalMs: number;
+}
+
+export interface GroupStat extends GroupConfigView {
+  kinds: string[];
+  lag: number;
+  lagLatencyMs: number;
+  inflight: number;
+  waitingRetry: number;
+  dlqSize: number;
+  clients: number;
+}
+
+export interface QueueLag {
+  queueId: number;
+  minOffset: number;
+  brokerOffset: number;
+  consumerOffset: number;
+  committedOffset: number;
+  ready: number;
+  inflight: number;
+  waitingRetry: number;
+  lag: number;
+  lagLatencyMs: number;
+  queueingLatencyMs: number;
+  lastStoreTimestamp: number;
+  lastConsumeTimestamp: number;
+}
+
+export interface TopicLag {
+  group: string;
+  topic: string;
+  kind: 'POP' | 'PULL';
+  queues: QueueLag[];
+  retry: { backlog: number; inflight: number; lagLatencyMs: number };
+}
+
+export interface Connection {
+  clientId: string;
+  clientType: string;
+  remoteAddress: string;
+  language: string;
+  version: string;
+  topics: string[];
+  connectedAt: number;
+  lastSeen: number;
+}
+
+export interface GroupDetail extends GroupConfigView {
+  topics: TopicLag[];
+  dlqSize: number;
+  dlqTopic: string;
+  deadLetteredSinceStart: number;
+  connections: Connection[];
+}
+
+export interface MessageInfo {
+  messageId: string;
+  topic: string;
+  queueId: number;
+  queueOffset: number;
+  tag?: string;
+  keys: string[];
+  messageGroup?: string;
+  messageType: string;
+  properties: Record<string, string>;
+  bornTimestamp: number;
+  bornHost: string;
+  storeTimestamp: number;
+  reconsumeTimes: number;
+  bodySize: number;
+  body: string;
+  originTopic?: string;
+  originMessageId?: string;
+}
+
+export interface DlqPage {
+  group: string;
+  dlqTopic: string;
+  messages: MessageInfo[];
+  nextOffset: number;
+  maxOffset: number;
+}
+
+export interface Delivery {
+  group: string;
+  topic: string;
+  messageId: string;
+  attempt: number;
+  clientId: string;
+  via: 'POP' | 'PULL' | 'ADMIN';
+  retry: boolean;
+  queueId: number;
+  queueOffset: number;
+  at: number;
+  outcome: string;
+  settledAt?: number;
+  next?: string;
+  committed?: boolean;
+}

@@ -1,0 +1,76 @@
+/**
+ * Drives push-consumer-child.ts (the official Node PushConsumer in its own process, which never exits
+ * by itself): start it, collect the JSON events it prints, stop it, wait for its exit.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const CHILD = fileURLToPath(new URL('./push-consumer-child.ts', import.meta.url));
+
+export interface ChildEvent {
+  event: 'started' | 'consumed' | 'shutdown' | 'error';
+  [k: string]: unknown;
+}
+
+export interface ChildRun {
+  events: ChildEvent[];
+  started: Promise<ChildEvent>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
+  /** Ask a child started with `expected` 0 to shut down. */
+  stop(): void;
+  /** Kill it now (clean-up after a failure). */
+  kill(): void;
+}
+
+/**
+ * Start a child: `[endpoints, topic, group, expected, filter?, delayMs?, failPercent?]`. With `expected`
+ * 0 it consumes until `stop()`.
+ */
+export function runChild(args: string[], timeoutMs = 30_000): ChildRun {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const events: ChildEvent[] = [];
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdin.on('error', () => {}); // the child may be gone already
+  let onStarted: (e: ChildEvent) => void = () => {};
+  const started = new Promise<ChildEvent>((resolve) => (onStarted = resolve));
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    let e: ChildEvent;
+    try {
+      e = JSON.parse(line) as ChildEvent;
+    } catch {
+      stderr += `(stdout) ${line}\n`;
+      return;
+    }
+    events.push(e);
+    if (e.event === 'started') onStarted(e);
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>(
+    (resolve) =>
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        // Let the last stdout lines drain.
+        setImmediate(() => resolve({ code, signal, stderr }));
+      }),
+  );
+  void exited.then((r) => onStarted({ event: 'error', message: `exited early: ${r.code} ${r.signal}` }));
+  return {
+    events,
+    started,
+    exited,
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) child.stdin.end('stop\n');
+    },
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+export function consumedOf(events: ChildEvent[]): ChildEvent[] {
+  return events.filter((e) => e.event === 'consumed');
+}

@@ -7,6 +7,8 @@ import { Code, codeFacts } from '../common/codes.js';
 import { isVelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { AdminOperations, UpdateGroupInput, UpdateTopicInput } from './operations.js';
+import { aclAuthHook } from './acl-auth.js';
+import { registerAclRoutes } from './acl-routes.js';
 
 export interface AdminHttpOptions {
   host: string;
@@ -31,6 +33,7 @@ export async function startAdminHttp(
         })
       : Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 })
   ) as FastifyInstance;
+  app.addHook('onRequest', aclAuthHook(ops.accessControl));
   app.setErrorHandler((err, _req, reply) => {
     if (isVelaError(err)) {
       void reply
@@ -48,6 +51,7 @@ export async function startAdminHttp(
   });
 
   app.get('/healthz', async () => ({ ok: true }));
+  registerAclRoutes(app, ops.acl);
   app.get('/api/broker', async () => ops.brokerInfo());
 
   app.get('/api/topics', async () => ops.topicList());

@@ -9,6 +9,8 @@ import { VelaError } from '../common/errors.js';
 import type { BrokerMessage } from '../broker/message.js';
 import { messageTypeOf } from '../broker/produce.js';
 import { groupConsumerKinds } from '../broker/group-kinds.js';
+import type { AccessControl } from '../broker/auth/access-control.js';
+import { AclOperations } from './acl-operations.js';
 
 export interface TopicView {
   topic: string;
@@ -90,7 +92,17 @@ export interface UpdateGroupInput {
 }
 
 export class AdminOperations {
-  constructor(private readonly broker: Broker) {}
+  /** Users and ACLs (mqadmin's createUser … listAcl). */
+  readonly acl: AclOperations;
+
+  constructor(private readonly broker: Broker) {
+    this.acl = new AclOperations(broker.acl);
+  }
+
+  /** The checks the admin API itself is under (acl-auth.ts). */
+  get accessControl(): AccessControl {
+    return this.broker.acl;
+  }
 
   async updateTopic(input: UpdateTopicInput): Promise<TopicView> {
     if (!input.topic) throw new VelaError('ILLEGAL_TOPIC', 'a topic name is required');

@@ -26,6 +26,8 @@ import { PullService } from './pull.js';
 import { ConsumerManager } from './consumer-manager.js';
 import { QueueLocks } from './queue-locks.js';
 import { SendBackService } from './send-back.js';
+import { AuthRegistry } from './auth/auth-registry.js';
+import { AccessControl } from './auth/access-control.js';
 
 /** What the broker needs at run time besides its settings. */
 export interface BrokerDeps {
@@ -61,6 +63,8 @@ export class Broker {
   readonly queueLocks: QueueLocks;
   /** Retries and dead letters of queue-granularity consumers (`%RETRY%<group>`). */
   readonly sendBack: SendBackService;
+  /** Users, ACLs and the checks the edges make with them (ACL 2.0). */
+  readonly acl: AccessControl;
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the broker is closing'));
   private closing: Promise<void> | null = null;
 
@@ -73,6 +77,7 @@ export class Broker {
       sessions: SessionRegistry;
       consume: ConsumeService;
       offsets: OffsetStore;
+      auth: AuthRegistry;
     },
     readonly config: VelaConfig,
     readonly clock: Clock,
@@ -89,6 +94,15 @@ export class Broker {
     this.consumers = new ConsumerManager(now);
     this.queueLocks = new QueueLocks(now);
     this.sendBack = new SendBackService(store, this.topics, now, logger.child({ module: 'send-back' }));
+    this.acl = new AccessControl(
+      parts.auth,
+      {
+        enabled: config.aclEnabled,
+        clock: { skewMs: config.acl.clockSkewMs, timeZoneOffsets: config.acl.timeZoneOffsets },
+      },
+      () => clock.now(),
+      logger.child({ module: 'acl' }),
+    );
     this.pull = new PullService(
       store,
       this.topics,
@@ -144,19 +158,21 @@ export class Broker {
         logger.child({ module: 'consume' }),
       );
       const offsets = new OffsetStore(now);
+      const auth = new AuthRegistry();
       const journal = await StateJournal.open(
         {
           dir: join(config.dataDir, 'state'),
           flush: config.flush,
           logger: logger.child({ module: 'state' }),
         },
-        [topics, groups, consume, offsets],
+        [topics, groups, consume, offsets, auth],
       );
-      topics.journal = groups.journal = consume.journal = offsets.journal = journal;
+      topics.journal = groups.journal = consume.journal = offsets.journal = auth.journal = journal;
+      await initAccessControl(auth, config, logger);
       const broker = new Broker(
         store,
         journal,
-        { topics, groups, sessions, consume, offsets },
+        { topics, groups, sessions, consume, offsets, auth },
         config,
         clock,
         logger,
@@ -300,5 +316,21 @@ export class Broker {
       })();
     }
     return this.closing;
+  }
+}
+
+/** The init user (`aclInitUser`), and a warning when access control is on with nobody to let in. */
+async function initAccessControl(auth: AuthRegistry, config: VelaConfig, logger: Logger): Promise<void> {
+  if (config.aclInitUser) {
+    const i = config.aclInitUser.indexOf(':');
+    const username = config.aclInitUser.slice(0, i);
+    if (await auth.ensureSuperUser(username, config.aclInitUser.slice(i + 1))) {
+      logger.info({ user: username }, 'created the initial super user (aclInitUser)');
+    }
+  }
+  if (config.aclEnabled && auth.userCount === 0) {
+    logger.warn(
+      'access control is on but there are no users: every request will be refused (set aclInitUser)',
+    );
   }
 }

@@ -30,6 +30,14 @@ export type {
   DeadLetterPage,
   ResetTarget,
   ResetOffsetResult,
+  AdminCredentials,
+  UserInfo,
+  UserType,
+  UserStatus,
+  AclAction,
+  AclInput,
+  AclInfo,
+  AclEntryInfo,
 } from './admin.js';
 export { PullConsumer } from './pull-consumer.js';
 export type { PullConsumerOptions, QueueRef, StartPosition } from './pull-consumer.js';

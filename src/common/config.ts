@@ -176,12 +176,25 @@ export const GRPC_SCHEMA = {
   }),
 } as const;
 
+export const ACL_SCHEMA = {
+  clockSkewMs: num(
+    15 * 60_000,
+    "a signed request's `x-mq-date-time` may differ from the broker's clock by this much (`UNAUTHORIZED` beyond); `0` turns the check off, as in RocketMQ",
+    'ms',
+  ),
+  timeZoneOffsets: bool(
+    true,
+    "also accept an `x-mq-date-time` off by a whole time-zone offset (−12 h … +14 h, within the skew): the Java, Go and Python clients stamp local time with a `Z`. Off: only the skew, for clients that all send UTC (Node, Vela's SDK) or run in UTC",
+  ),
+} as const;
+
 export const SECTION_SCHEMAS = {
   store: STORE_SCHEMA,
   produce: PRODUCE_SCHEMA,
   consume: CONSUME_SCHEMA,
   flowControl: FLOW_CONTROL_SCHEMA,
   grpc: GRPC_SCHEMA,
+  acl: ACL_SCHEMA,
 } as const;
 export type SectionName = keyof typeof SECTION_SCHEMAS;
 
@@ -284,6 +297,17 @@ export const TOP_SCHEMA = {
     flag: '--http-tls',
     env: 'VELA_HTTP_TLS',
   }),
+  aclEnabled: bool(
+    false,
+    'access control (RocketMQ ACL 2.0): every gRPC request must be signed by a user (`UNAUTHORIZED` otherwise) and be within its ACL (`FORBIDDEN`); the admin API needs a super user (docs/security.md)',
+    { flag: '--acl-enabled', env: 'VELA_ACL_ENABLED' },
+  ),
+  aclInitUser: {
+    default: '',
+    doc: "a super user created at start-up unless one of that name exists, as `<accessKey>:<secretKey>` (RocketMQ's `initAuthenticationUser`); give it in the environment or the config file, not on a command line",
+    kind: { type: 'string', optional: true },
+    env: 'VELA_ACL_INIT_USER',
+  } as Setting<string>,
 } as const;
 
 // ---------------------------------------------------------------------------------------------------
@@ -296,6 +320,7 @@ export type ProduceLimits = ValuesOf<typeof PRODUCE_SCHEMA>;
 export type ConsumeSettings = ValuesOf<typeof CONSUME_SCHEMA>;
 export type FlowControlSettings = ValuesOf<typeof FLOW_CONTROL_SCHEMA>;
 export type GrpcSettings = ValuesOf<typeof GRPC_SCHEMA>;
+export type AclSettings = ValuesOf<typeof ACL_SCHEMA>;
 type TopSettings = ValuesOf<typeof TOP_SCHEMA>;
 
 /** The resolved configuration of a broker. */
@@ -307,6 +332,7 @@ export interface VelaConfig extends Omit<TopSettings, 'grpcPort'> {
   readonly consume: ConsumeSettings;
   readonly flowControl: FlowControlSettings;
   readonly grpc: GrpcSettings;
+  readonly acl: AclSettings;
 }
 
 /** What a caller may give: any subset; `grpcPort` may be one port or a list. */
@@ -317,6 +343,7 @@ export type ConfigInput = Partial<Omit<TopSettings, 'grpcPort'>> & {
   consume?: Partial<ConsumeSettings>;
   flowControl?: Partial<FlowControlSettings>;
   grpc?: Partial<GrpcSettings>;
+  acl?: Partial<AclSettings>;
 };
 
 function defaultsOf<S extends Record<string, Setting<unknown>>>(schema: S): ValuesOf<S> {
@@ -338,6 +365,7 @@ export const DEFAULTS: VelaConfig = deepFreeze({
   consume: defaultsOf(CONSUME_SCHEMA),
   flowControl: defaultsOf(FLOW_CONTROL_SCHEMA),
   grpc: defaultsOf(GRPC_SCHEMA),
+  acl: defaultsOf(ACL_SCHEMA),
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -488,6 +516,9 @@ function crossCheck(c: VelaConfig, sourceOf: SourceOf): void {
   }
   if (c.httpTls && c.tlsMode === 'disabled') {
     throw illegal(sourceOf('httpTls'), 'httpTls', 'needs TLS (tlsMode is disabled)');
+  }
+  if (c.aclInitUser !== '' && !/^[^:]+:.+$/.test(c.aclInitUser)) {
+    throw illegal(sourceOf('aclInitUser'), 'aclInitUser', 'must be <accessKey>:<secretKey>');
   }
   if (c.consume.minInvisibleMs > c.consume.maxInvisibleMs) {
     throw illegal(

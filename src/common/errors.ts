@@ -68,6 +68,13 @@ export const ErrorCatalogue = {
   INVALID_TRANSACTION_ID: entry('INVALID_TRANSACTION_ID', 'invalid transaction id'),
   NOT_IMPLEMENTED: entry('NOT_IMPLEMENTED', 'not implemented'),
   TOO_MANY_REQUESTS: entry('TOO_MANY_REQUESTS', 'too many requests'),
+  // Access control (ACL 2.0)
+  ACL_UNAUTHORIZED: entry('UNAUTHORIZED', 'authentication failed'),
+  ACL_FORBIDDEN: entry('FORBIDDEN', 'access denied'),
+  ILLEGAL_ACL: entry('BAD_REQUEST', 'illegal user or ACL'),
+  ACL_USER_EXISTS: entry('BAD_REQUEST', 'the user already exists'),
+  ACL_USER_NOT_FOUND: entry('NOT_FOUND', 'no such user'),
+  ACL_NOT_FOUND: entry('NOT_FOUND', 'no such ACL entry'),
   // Generic
   INTERNAL: entry('INTERNAL_SERVER_ERROR', 'internal error'),
 } as const satisfies Record<string, CatalogueEntry>;

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startBroker, type RunningBroker } from '../../src/server.js';
-import { Admin, Producer, VelaClientError } from '../../src/index.js';
+import type { VelaClientError } from '../../src/index.js';
+import { Admin, Producer } from '../../src/index.js';
 import { captureLogger, tempDir } from '../helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

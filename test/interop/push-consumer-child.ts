@@ -4,23 +4,32 @@
  * exits explicitly.
  *
  * Usage: node --import tsx push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs]
+ *   [failures]
+ *
+ * `failures` is JSON `{ "<body>": n }`: the listener answers FAILURE to that message's first `n`
+ * deliveries (`-1`: to every one), SUCCESS otherwise.
  *
  * Prints one JSON object per line on stdout:
  *   {"event":"started","clientId":…}
- *   {"event":"consumed","messageId":…,"body":…,"tag":…,"messageGroup":…,"deliveryAttempt":…,"offset":…}
+ *   {"event":"consumed","messageId":…,"body":…,"tag":…,"messageGroup":…,"deliveryAttempt":…,"offset":…,
+ *    "result":"SUCCESS"|"FAILURE","atMs":…}
  *   {"event":"shutdown","ms":…}
  *   {"event":"error","message":…}
- * It shuts down once `expected` messages were consumed (or after 15 s), then exits 0.
+ * It shuts down once the listener was called `expected` times (or after 15 s), then exits 0.
  */
 import { ConsumeResult, PushConsumer, type MessageView } from 'rocketmq-client-nodejs';
 
-const [endpoints, topic, group, expectedArg, filter = '*', delayArg = '0'] = process.argv.slice(2);
+const [endpoints, topic, group, expectedArg, filter = '*', delayArg = '0', failuresArg = '{}'] =
+  process.argv.slice(2);
 if (!endpoints || !topic || !group || !expectedArg) {
   console.error('usage: push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs]');
   process.exit(2);
 }
 const expected = Number(expectedArg);
 const delayMs = Number(delayArg);
+const failures = JSON.parse(failuresArg) as Record<string, number>;
+/** Listener calls per message body (the Node client's FIFO retries keep the delivery attempt honest, too). */
+const calls = new Map<string, number>();
 const emit = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const quiet = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
 
@@ -42,19 +51,27 @@ const consumer = new PushConsumer({
   logger: quiet,
   messageListener: {
     async consume(m: MessageView) {
+      const atMs = Date.now();
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      const body = m.body.toString();
+      const call = (calls.get(body) ?? 0) + 1;
+      calls.set(body, call);
+      const failFor = failures[body] ?? 0;
+      const result = failFor === -1 || call <= failFor ? ConsumeResult.FAILURE : ConsumeResult.SUCCESS;
       emit({
         event: 'consumed',
         messageId: m.messageId,
-        body: m.body.toString(),
+        body,
         tag: m.tag,
         messageGroup: m.messageGroup,
         deliveryAttempt: m.deliveryAttempt,
         offset: m.offset,
         corrupted: m.corrupted === true,
+        result: result === ConsumeResult.SUCCESS ? 'SUCCESS' : 'FAILURE',
+        atMs,
       });
       if (++consumed >= expected) done();
-      return ConsumeResult.SUCCESS;
+      return result;
     },
   },
 });

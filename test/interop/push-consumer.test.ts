@@ -4,9 +4,6 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { Producer } from 'rocketmq-client-nodejs';
 import { startBroker } from '../../src/server.js';
 import { tempDir } from '../helpers.js';
@@ -20,63 +17,7 @@ import {
   uniqueName,
   type InteropBroker,
 } from './support.js';
-
-const CHILD = fileURLToPath(new URL('./push-consumer-child.ts', import.meta.url));
-
-/**
- * The push consumer sends no long-polling time and uses the one in the Settings reply (the broker's
- * maxPollMs); its shutdown waits for the ReceiveMessage in flight. With the 20 s default every
- * shutdown would take ~20 s, so this broker polls for at most 2 s.
- */
-const MAX_POLL_MS = 2000;
-
-interface ChildEvent {
-  event: 'started' | 'consumed' | 'shutdown' | 'error';
-  [k: string]: unknown;
-}
-
-interface ChildRun {
-  events: ChildEvent[];
-  started: Promise<ChildEvent>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
-}
-
-function runChild(args: string[], timeoutMs = 30_000): ChildRun {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const events: ChildEvent[] = [];
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  let onStarted: (e: ChildEvent) => void = () => {};
-  const started = new Promise<ChildEvent>((resolve) => (onStarted = resolve));
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    let e: ChildEvent;
-    try {
-      e = JSON.parse(line) as ChildEvent;
-    } catch {
-      stderr += `(stdout) ${line}\n`;
-      return;
-    }
-    events.push(e);
-    if (e.event === 'started') onStarted(e);
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>(
-    (resolve) =>
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        // Let the last stdout lines drain.
-        setImmediate(() => resolve({ code, signal, stderr }));
-      }),
-  );
-  void exited.then((r) => onStarted({ event: 'error', message: `exited early: ${r.code} ${r.signal}` }));
-  return { events, started, exited };
-}
-
-function consumedOf(events: ChildEvent[]): ChildEvent[] {
-  return events.filter((e) => e.event === 'consumed');
-}
+import { MAX_POLL_MS, consumedOf, runChild } from './push-child.js';
 
 // The tests are independent (own topic, group and child) and mostly wait on their child: run them together.
 describe('interop: PushConsumer (child process)', { concurrency: true }, () => {

@@ -1,0 +1,64 @@
+/**
+ * Runs the official Node PushConsumer in a child process (push-consumer-child.ts: the client keeps its
+ * process alive after shutdown) and collects the JSON events it prints.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const CHILD = fileURLToPath(new URL('./push-consumer-child.ts', import.meta.url));
+
+/**
+ * The push consumer sends no long-polling time and uses the one in the Settings reply (the broker's
+ * maxPollMs); its shutdown waits for the ReceiveMessage in flight. With the 20 s default every
+ * shutdown would take ~20 s, so this broker polls for at most 2 s.
+ */
+export const MAX_POLL_MS = 2000;
+
+export interface ChildEvent {
+  event: 'started' | 'consumed' | 'shutdown' | 'error';
+  [k: string]: unknown;
+}
+
+export interface ChildRun {
+  events: ChildEvent[];
+  started: Promise<ChildEvent>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
+}
+
+export function runChild(args: string[], timeoutMs = 30_000): ChildRun {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const events: ChildEvent[] = [];
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  let onStarted: (e: ChildEvent) => void = () => {};
+  const started = new Promise<ChildEvent>((resolve) => (onStarted = resolve));
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    let e: ChildEvent;
+    try {
+      e = JSON.parse(line) as ChildEvent;
+    } catch {
+      stderr += `(stdout) ${line}\n`;
+      return;
+    }
+    events.push(e);
+    if (e.event === 'started') onStarted(e);
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>(
+    (resolve) =>
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        // Let the last stdout lines drain.
+        setImmediate(() => resolve({ code, signal, stderr }));
+      }),
+  );
+  void exited.then((r) => onStarted({ event: 'error', message: `exited early: ${r.code} ${r.signal}` }));
+  return { events, started, exited };
+}
+
+export function consumedOf(events: ChildEvent[]): ChildEvent[] {
+  return events.filter((e) => e.event === 'consumed');
+}

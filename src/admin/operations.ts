@@ -317,6 +317,7 @@ export class AdminOperations {
       topics: this.broker.topics.list().length,
       groups: this.broker.groups.list().length,
       clients: this.broker.sessions.list().length,
+      acl: { enabled: this.broker.acl.enabled, users: this.broker.acl.registry.userCount },
       deadLettered: Object.fromEntries(this.broker.consume.deadLettered),
       store: s,
       process: {

@@ -77,6 +77,10 @@ describe('ACL through the SDK', { concurrency: true }, () => {
     const health = await fetch(`${b.adminUrl}/healthz`);
     assert.equal(health.status, 200, '/healthz stays open');
     assert.ok((await admin.listTopics()).length >= 0);
+    assert.deepEqual((await admin.brokerInfo()).acl, {
+      enabled: true,
+      users: (await admin.listUser()).length,
+    });
   });
 
   test('users are listed without their secret keys', async () => {

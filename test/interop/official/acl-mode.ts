@@ -1,7 +1,9 @@
 /**
- * The matrix's ACL mode: the broker with access control on, the program signing with a normal user
- * whose ACL covers exactly the run's topics and groups, in a time zone 5 h 30 min east of UTC (the
- * Java, Go and Python clients stamp `x-mq-date-time` with local time). The scenarios are those that
+ * The matrix's ACL mode: the broker with access control on, the program connecting over TLS (the
+ * port's self-signed certificate) and signing with a normal user whose ACL covers exactly the run's
+ * topics and groups, in a time zone 5 h 30 min east of UTC (the Java, Go and Python clients stamp
+ * `x-mq-date-time` with local time). TLS and ACL share one run per language to keep `npm test`
+ * short; the plaintext runs cover everything without credentials. The scenarios are those that
  * use every RPC the clients make under ACL (send, route, Telemetry, heartbeat, assignment, receive,
  * ack, change of invisible time, the DLQ), plus `acl-refused`: a wrong secret key is refused with
  * UNAUTHORIZED and a topic outside the user's rights with FORBIDDEN.
@@ -35,6 +37,9 @@ interface Seen {
 }
 const seenBy = new WeakMap<TestBroker, Seen>();
 
+/** gRPC calls by transport, counted by the broker's embedder hook (this file's process has one broker). */
+const transport = { tls: 0, plaintext: 0 };
+
 function watch(b: TestBroker): void {
   const acl = b.running.broker.acl;
   const seen: Seen = { offsets: [], refusals: [] };
@@ -65,11 +70,18 @@ function watch(b: TestBroker): void {
 }
 
 export const ACL_MODE: MatrixMode = {
-  name: 'acl',
-  broker: { aclEnabled: true, aclInitUser: `${ROOT.accessKey}:${ROOT.secretKey}` },
+  name: 'tls-acl',
+  broker: {
+    aclEnabled: true,
+    aclInitUser: `${ROOT.accessKey}:${ROOT.secretKey}`,
+    tlsMode: 'permissive',
+    authenticate: ({ peer }) => void (peer.secure ? transport.tls++ : transport.plaintext++),
+  },
   admin: ROOT,
-  env: { TZ: TIME_ZONE },
-  connection: (endpoint) => ({ endpoint, ...USER }),
+  // Java and Go accept the self-signed certificate as it is; Python trusts gRPC's root store, which
+  // this points at the broker's certificate (docs/transport.md#tls).
+  env: (b) => ({ TZ: TIME_ZONE, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: b.running.tls!.certFile }),
+  connection: (endpoint) => ({ endpoint, tls: true, ...USER }),
   scenarios: [
     'producer-normal',
     'simple-ack',
@@ -98,6 +110,11 @@ export const ACL_MODE: MatrixMode = {
     });
   },
   checks({ language, broker, result, run, test }) {
+    test('TLS: every call of the program came over TLS', () => {
+      assert.ok(transport.tls > 0, 'calls arrived over TLS');
+      assert.equal(transport.plaintext, 0, 'no call arrived in plaintext');
+    });
+
     test('access control: a wrong secret key is UNAUTHORIZED, a topic outside the ACL FORBIDDEN', () => {
       const { topic } = run('acl-refused');
       const seen = seenBy.get(broker())!;

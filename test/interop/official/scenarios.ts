@@ -139,8 +139,8 @@ export interface MatrixMode {
   broker?: Partial<StartBrokerOptions>;
   /** The scenarios run. @defaultValue every scenario not specific to a mode */
   scenarios?: readonly string[];
-  /** Environment of the client program. */
-  env?: Record<string, string>;
+  /** Environment of the client program (it may depend on the broker, e.g. its certificate). */
+  env?: Record<string, string> | ((broker: TestBroker) => Record<string, string>);
   /** Credentials the admin API needs in this mode. */
   admin?: AdminCredentials;
   /** Runs once topics and groups exist, before the program (e.g. users and ACLs). */
@@ -200,7 +200,7 @@ export function officialClientMatrix(language: Language, mode: MatrixMode = PLAI
       program = await runProgram(client, mode.connection(b.endpoints), [...runs.values()], {
         logDir,
         timeoutMs: 90_000,
-        ...(mode.env ? { env: mode.env } : {}),
+        ...(mode.env ? { env: typeof mode.env === 'function' ? mode.env(b) : mode.env } : {}),
       });
     });
 

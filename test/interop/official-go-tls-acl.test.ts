@@ -1,5 +1,5 @@
 /**
- * Interop matrix, ACL mode: the official RocketMQ 5.x Go client signing its requests, against Vela
+ * Interop matrix, TLS + ACL mode: the official RocketMQ 5.x Go client over TLS, signing its requests, against Vela
  * with access control on (test/interop/official/acl-mode.ts).
  */
 import { officialClientMatrix } from './official/scenarios.js';

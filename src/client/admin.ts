@@ -1,9 +1,10 @@
 /**
  * Admin: a small client of the broker's HTTP admin API (the one `vela admin` uses): topics, consumer
- * groups, consumption progress and connections, message lookup, dead letters. Failures reject with
- * `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND).
+ * groups, consumption progress and connections, message lookup, dead letters, users and ACLs.
+ * Failures reject with `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND).
  */
 import { Code } from '../common/codes.js';
+import { signRequest } from '../common/signature.js';
 import { VelaClientError, clientError } from './errors.js';
 import { positive } from './options.js';
 
@@ -14,6 +15,52 @@ export interface AdminOptions {
   requestTimeoutMs?: number;
   /** The broker's admin token (`adminToken`), sent as `Authorization: Bearer …`. @defaultValue none */
   token?: string;
+  /**
+   * A super user's keys, when the broker runs with access control: each request is signed with
+   * them (`x-vela-authorization`, as gRPC requests are signed). @defaultValue none
+   */
+  credentials?: AdminCredentials;
+}
+
+export interface AdminCredentials {
+  accessKey: string;
+  secretKey: string;
+}
+
+export type UserType = 'Super' | 'Normal';
+export type UserStatus = 'enable' | 'disable';
+
+/** A user as the broker shows it: never with its secret key. */
+export interface UserInfo {
+  username: string;
+  userType: UserType;
+  userStatus: UserStatus;
+}
+
+export type AclAction = 'All' | 'Pub' | 'Sub' | 'Create' | 'Update' | 'Delete' | 'Get' | 'List';
+
+/** createAcl / updateAcl, as mqadmin's flags. */
+export interface AclInput {
+  /** `User:<username>` */
+  subject: string;
+  /** `Topic:orders`, `Topic:order-*`, `Group:*`, `Cluster:*`, `*` */
+  resources: string[];
+  actions: AclAction[];
+  /** IPs or CIDR ranges; none: from anywhere. */
+  sourceIps?: string[];
+  decision: 'Allow' | 'Deny';
+}
+
+export interface AclEntryInfo {
+  resource: string;
+  actions: AclAction[];
+  sourceIps: string[];
+  decision: 'Allow' | 'Deny';
+}
+
+export interface AclInfo {
+  subject: string;
+  policies: { policyType: string; entries: AclEntryInfo[] }[];
 }
 
 export type TopicMessageType = 'NORMAL' | 'FIFO' | 'DELAY' | 'TRANSACTION' | 'MIXED';
@@ -161,11 +208,16 @@ export class Admin {
   private readonly url: string;
   private readonly timeoutMs: number;
   private readonly token: string | undefined;
+  private readonly credentials: AdminCredentials | undefined;
 
   constructor(options: AdminOptions = {}) {
     this.url = (options.url ?? 'http://127.0.0.1:8082').replace(/\/+$/, '');
     this.timeoutMs = positive('requestTimeoutMs', options.requestTimeoutMs, 10_000);
     this.token = options.token || undefined;
+    if (options.credentials && (!options.credentials.accessKey || !options.credentials.secretKey)) {
+      throw clientError(Code.BAD_REQUEST, 'credentials need an accessKey and a secretKey');
+    }
+    this.credentials = options.credentials ? Object.freeze({ ...options.credentials }) : undefined;
   }
 
   // Topics
@@ -303,15 +355,80 @@ export class Admin {
     return this.request('GET', '/api/broker');
   }
 
+  // Users and ACLs (mqadmin's commands)
+
+  /** A new user (its access key is the username). @param userType @defaultValue 'Normal' */
+  createUser(username: string, password: string, userType?: UserType): Promise<UserInfo> {
+    return this.request('POST', '/api/acl/users', { username, password, ...(userType ? { userType } : {}) });
+  }
+
+  /** Change a user's password (secret key), type or status. */
+  updateUser(
+    username: string,
+    update: { password?: string; userType?: UserType; userStatus?: UserStatus },
+  ): Promise<UserInfo> {
+    return this.request('PUT', `/api/acl/users/${enc(username)}`, update);
+  }
+
+  /** Delete a user and its ACL. */
+  async deleteUser(username: string): Promise<void> {
+    await this.request('DELETE', `/api/acl/users/${enc(username)}`);
+  }
+
+  getUser(username: string): Promise<UserInfo> {
+    return this.request('GET', `/api/acl/users/${enc(username)}`);
+  }
+
+  /** Users whose name contains `filter`. */
+  listUser(filter?: string): Promise<UserInfo[]> {
+    return this.request('GET', `/api/acl/users${filter ? `?filter=${enc(filter)}` : ''}`);
+  }
+
+  /** Add entries to a subject's ACL (an entry for the same resource is replaced). */
+  createAcl(acl: AclInput): Promise<AclInfo> {
+    return this.request('POST', '/api/acl', acl);
+  }
+
+  /** The same as createAcl, as in RocketMQ. */
+  updateAcl(acl: AclInput): Promise<AclInfo> {
+    return this.request('PUT', '/api/acl', acl);
+  }
+
+  /** Remove one resource's entry from a subject's ACL, or (no resource) the whole ACL. */
+  async deleteAcl(subject: string, resource?: string): Promise<void> {
+    await this.request('DELETE', `/api/acl/${enc(subject)}${resource ? `?resource=${enc(resource)}` : ''}`);
+  }
+
+  getAcl(subject: string): Promise<AclInfo> {
+    return this.request('GET', `/api/acl/${enc(subject)}`);
+  }
+
+  /** ACLs whose subject contains `subject`, with the entries whose resource contains `resource`. */
+  listAcl(filter: { subject?: string; resource?: string } = {}): Promise<AclInfo[]> {
+    const q = new URLSearchParams();
+    if (filter.subject) q.set('subject', filter.subject);
+    if (filter.resource) q.set('resource', filter.resource);
+    const qs = q.toString();
+    return this.request('GET', `/api/acl${qs ? `?${qs}` : ''}`);
+  }
+
+  private headers(json: boolean): Record<string, string> {
+    const h: Record<string, string> = json ? { 'content-type': 'application/json' } : {};
+    if (this.token) h.authorization = `Bearer ${this.token}`;
+    if (this.credentials) {
+      const signed = signRequest(this.credentials.accessKey, this.credentials.secretKey);
+      h['x-mq-date-time'] = signed.dateTime;
+      h['x-vela-authorization'] = signed.authorization;
+    }
+    return h;
+  }
+
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     let res: Response;
     try {
       res = await fetch(`${this.url}${path}`, {
         method,
-        headers: {
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
-        },
+        headers: this.headers(body !== undefined),
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(this.timeoutMs),
       });

@@ -2,12 +2,14 @@
  * `vela admin <command>`: mqadmin's commands, with mqadmin's names and flags, on top of the admin
  * HTTP API. `-n` is the admin HTTP address (mqadmin's name-server flag: with Vela the broker is its own
  * name server); `--json` prints the API's answer instead of the table. Cluster and broker flags
- * (`-c`, `-b`) are accepted and ignored: there is one broker.
+ * (`-c`, `-b`) are accepted and ignored: there is one broker. With access control on, a super user's
+ * keys (`--access-key`/`--secret-key`, or VELA_ACCESS_KEY/VELA_SECRET_KEY) sign every request.
  */
 import { Option, type Command } from 'commander';
 import type { GroupView, TopicView } from '../operations.js';
-import { CliError } from '../../common/cli-error.js';
+import { CliError, usageError } from '../../common/cli-error.js';
 import { AdminClient, DEFAULT_ADMIN_ADDR } from './admin-client.js';
+import { registerAclCommands } from './acl-commands.js';
 import {
   parseAttributes,
   parseBoolean,
@@ -41,11 +43,21 @@ import {
 } from './render.js';
 
 /** Options every admin command takes. */
-interface CommonOptions {
+export interface CommonOptions {
   namesrvAddr?: string;
   token?: string;
   json?: boolean;
+  accessKey?: string;
+  secretKey?: string;
 }
+
+/** Adds one subcommand: its options, then an action that gets a client and the parsed options. */
+export type SubCommand = <O extends CommonOptions>(
+  name: string,
+  description: string,
+  configure: (cmd: Command) => Command,
+  action: (client: AdminClient, opts: O) => Promise<void>,
+) => void;
 
 const out = (text: string) => void process.stdout.write(text);
 const seg = (name: string) => encodeURIComponent(name);
@@ -59,17 +71,18 @@ export function registerAdminCommands(program: Command): Command {
       'after',
       `\nEvery command takes -n <host:port> (the admin HTTP address; default ${DEFAULT_ADMIN_ADDR} or ` +
         'VELA_ADMIN_ADDR), --token <token> (the admin token, default VELA_ADMIN_TOKEN) and --json ' +
-        '(print the raw JSON answer).\n' +
+        '(print the raw JSON answer); with access control on, a super ' +
+        "user's --access-key and --secret-key (better: VELA_ACCESS_KEY and VELA_SECRET_KEY).\n" +
         'Exit codes: 0 success, 1 the server refused or could not be reached, 2 usage error.',
     );
 
   /** A subcommand with the common options, whose action gets a client and the parsed options. */
-  function sub<O extends CommonOptions>(
+  const sub: SubCommand = <O extends CommonOptions>(
     name: string,
     description: string,
     configure: (cmd: Command) => Command,
     action: (client: AdminClient, opts: O) => Promise<void>,
-  ): void {
+  ): void => {
     const cmd = admin.command(name).description(description);
     configure(cmd);
     cmd
@@ -82,10 +95,27 @@ export function registerAdminCommands(program: Command): Command {
         new Option('--token <token>', "the broker's admin token, when it has one").env('VELA_ADMIN_TOKEN'),
       )
       .option('--json', 'print the raw JSON answer')
+      .addOption(
+        new Option('--access-key <key>', 'access key of a super user (access control on)').env(
+          'VELA_ACCESS_KEY',
+        ),
+      )
+      .addOption(
+        new Option('--secret-key <key>', 'its secret key (prefer the environment variable)').env(
+          'VELA_SECRET_KEY',
+        ),
+      )
       .action(async (opts: O) => {
-        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR, opts.token), opts);
+        if (!opts.accessKey !== !opts.secretKey) {
+          throw usageError('--access-key and --secret-key (VELA_ACCESS_KEY, VELA_SECRET_KEY) go together');
+        }
+        const credentials =
+          opts.accessKey && opts.secretKey
+            ? { accessKey: opts.accessKey, secretKey: opts.secretKey }
+            : undefined;
+        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR, opts.token, credentials), opts);
       });
-  }
+  };
 
   const ignored = (cmd: Command, ...flags: string[]) => {
     for (const f of flags)
@@ -482,6 +512,8 @@ export function registerAdminCommands(program: Command): Command {
       out(o.json ? formatJson(info) : renderBrokerStatus(info));
     },
   );
+
+  registerAclCommands(sub);
 
   return admin;
 }

@@ -29,6 +29,7 @@ import {
   type ScheduleEntry,
   type StoredMessage,
 } from '../../store/index.js';
+import { TimerFigures } from './timer-figures.js';
 import { SerialExecutor } from '../../common/serial-executor.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { ScheduleHeap, type HeapEntry } from './schedule-heap.js';
@@ -140,6 +141,8 @@ export class TimerService {
   private checkpointing: Promise<void> | null = null;
   /** Deliveries since start (copies appended to real topics). */
   delivered = 0;
+  /** Per-topic counts and latencies since start, for the metrics. */
+  readonly figures = new TimerFigures();
   recovery: TimerRecovery = { scheduled: 0, slabs: 0, reindexed: 0, durationMs: 0 };
 
   private constructor(
@@ -220,9 +223,11 @@ export class TimerService {
     const entries: ScheduleEntry[] = [];
     const handles: string[] = [];
     let earliest = Infinity;
+    const now = this.clock.now();
     for (const { input, result } of records) {
       const due = input.deliveryTimestamp ?? 0;
-      const label = this.index.labelOf(input.properties?.[REAL_TOPIC] ?? '');
+      const realTopic = input.properties?.[REAL_TOPIC] ?? '';
+      const label = this.index.labelOf(realTopic);
       if (label === undefined) throw new Error(`timer: topic of ${input.messageId} was not prepared`);
       const e = { due, position: result.logPosition, label };
       entries.push(e);
@@ -231,6 +236,7 @@ export class TimerService {
         this.indexed = { offset: result.queueOffset + 1, position: result.logPosition + result.size };
       }
       if (due < earliest) earliest = due;
+      this.figures.scheduled(realTopic, due - now);
       handles.push(encodeRecallHandle({ due, position: result.logPosition, messageId: input.messageId }));
     }
     this.index.add(entries);
@@ -406,7 +412,10 @@ export class TimerService {
     for (const i of inputs) this.readyBytes -= i.body.length;
     const appended = inputs.length > 0 ? this.store.append(inputs) : Promise.resolve([]);
     const done = appended.then(
-      () => this.settleDelivery(batch, inputs.length),
+      () => {
+        for (const r of batch) if (r.input) this.figures.delivered(r.input.topic, now - r.due);
+        return this.settleDelivery(batch, inputs.length);
+      },
       (err: unknown) => {
         // Nothing of the batch is stored: try again a little later.
         this.ready = mergeByDue(batch, this.ready);

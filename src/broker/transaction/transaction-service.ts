@@ -25,6 +25,7 @@ import { ClientType, type SessionRegistry } from '../sessions.js';
 import type { StateJournal, StateParticipant, StateRecord } from '../state-journal.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { REAL_TOPIC, realQueueOf } from '../timer/schedule-records.js';
+import { TransactionFigures } from '../timer/timer-figures.js';
 import {
   CHECK_IMMUNITY_TIME,
   HALF_OFFSET,
@@ -203,12 +204,9 @@ export class TransactionService implements StateParticipant {
   }
 
   private async finish(tx: OpenTransaction, how: 'c' | 'r'): Promise<void> {
-    await this.journal.append({
-      kind: 'txEnded',
-      offset: tx.offset,
-      how: how === 'c' ? 'commit' : 'rollback',
-    });
-    this.open.delete(tx.offset);
+    const end = how === 'c' ? 'commit' : 'rollback';
+    await this.journal.append({ kind: 'txEnded', offset: tx.offset, how: end });
+    if (this.open.delete(tx.offset)) this.figures.ended(tx.topic, end, this.clock.now() - tx.storedAt);
   }
 
   /** An end for a transaction that is not open: the same answer again, or a refusal. */
@@ -363,6 +361,9 @@ export class TransactionService implements StateParticipant {
     if (!tx || tx.position !== id!.position) return undefined;
     return { topic: tx.topic, messageId: tx.messageId, storedAt: tx.storedAt, checks: tx.checks };
   }
+
+  /** Commits, rollbacks and their latency since start, per topic (metrics). */
+  readonly figures = new TransactionFigures();
 
   get openCount(): number {
     return this.open.size;

@@ -6,6 +6,9 @@
  *
  * `resolveConfig` turns a partial input (from code, or from flags / env / file merged by the CLI)
  * into one frozen, validated config that the broker and its servers consume.
+ *
+ * Longer than most files on purpose: it is a table (one entry per setting, with its documentation),
+ * and splitting it would put the settings of one broker in several places.
  */
 import { VelaError } from './errors.js';
 

@@ -20,6 +20,8 @@
  * counts once, and a torn or zeroed tail is ignored. Writes of entries are buffered and not synced
  * (the owner can rebuild them from the log); marks that must survive a power cut are synced before
  * the call returns.
+ *
+ * One file on purpose: the slab file format, its reader and its writer change together.
  */
 import { mkdir, open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';

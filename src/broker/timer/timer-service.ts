@@ -14,6 +14,10 @@
  *
  * The index is written behind the log and rebuilt from it: the checkpoint names the timer-topic
  * offset up to which the index has every entry, and opening re-indexes the records after it.
+ *
+ * One file on purpose: the prepare and deliver stages, recall and recovery share one set of private
+ * state (the loaded slabs, the ready list, the checkpoint) whose invariants are checked in one place;
+ * the record formats (schedule-records.ts) and the on-disk index (store/schedule-index.ts) are apart.
  */
 import type { FlushPolicy, TimerSettings } from '../../common/config.js';
 import type { Clock } from '../../common/clock.js';

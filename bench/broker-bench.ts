@@ -4,6 +4,8 @@
  * 1 KiB messages through the gRPC endpoint of a broker running in a child process (sync flush):
  * unary sends with 1 and 64 in flight (and the same against a bare grpc-js server that only answers
  * OK, the ceiling for unary calls); batched sends; consume + ack (receive 32, ack them in one call).
+ * `--acl`: the broker runs with access control on, and every request is signed by a normal user
+ * whose ACL has a dozen entries (authentication and authorization on each call).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -12,11 +14,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { messagingServiceDefinition, fromMillis } from '../src/protocol/codec.js';
+import { Admin } from '../src/client/index.js';
+import { signRequest } from '../src/common/signature.js';
 
 const ROOT = join(fileURLToPath(new URL('..', import.meta.url)), '.bench-data', 'broker');
 const CHILD = fileURLToPath(new URL('./broker-child.ts', import.meta.url));
 const BODY = Buffer.alloc(1024, 0x61);
 const quick = process.argv.includes('--quick');
+const acl = process.argv.includes('--acl');
+const SUPER = { accessKey: 'bench-root', secretKey: 'bench-root-secret' };
 const rows: [string, string][] = [];
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
@@ -31,13 +37,16 @@ const pct = (sorted: number[], p: number) =>
 
 const cpuWaiters: ((us: number) => void)[] = [];
 
-function startChild(args: string[]): Promise<{ child: ChildProcess; port: number }> {
+function startChild(args: string[]): Promise<{ child: ChildProcess; port: number; httpPort: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (l.startsWith('READY ')) resolve({ child, port: Number(l.split(' ')[1]) });
+      if (l.startsWith('READY ')) {
+        const [, port, httpPort] = l.split(' ');
+        resolve({ child, port: Number(port), httpPort: Number(httpPort ?? 0) });
+      }
       if (l.startsWith('CPU ')) cpuWaiters.shift()?.(Number(l.split(' ')[1]));
     });
     child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
@@ -174,7 +183,7 @@ async function consume(
 rmSync(ROOT, { recursive: true, force: true });
 mkdirSync(ROOT, { recursive: true });
 console.log(
-  `Vela broker benchmark — node ${process.version}${quick ? ' (quick)' : ''}, 1 KiB messages, sync flush\n`,
+  `Vela broker benchmark — node ${process.version}${quick ? ' (quick)' : ''}${acl ? ' (ACL)' : ''}, 1 KiB messages, sync flush\n`,
 );
 const scale = quick ? 0.2 : 1;
 
@@ -196,7 +205,34 @@ report(
 ec.close();
 echo.child.kill();
 
-const broker = await startChild(['broker', ROOT]);
+const broker = await startChild([
+  'broker',
+  ROOT,
+  ...(acl
+    ? [JSON.stringify({ aclEnabled: true, aclInitUser: `${SUPER.accessKey}:${SUPER.secretKey}` })]
+    : []),
+]);
+if (acl) {
+  const admin = new Admin({ url: `http://127.0.0.1:${broker.httpPort}`, credentials: SUPER });
+  await admin.createUser('bench', 'bench-secret');
+  await admin.createAcl({
+    subject: 'User:bench',
+    resources: [...Array.from({ length: 10 }, (_, i) => `Topic:other-${i}`), 'Group:other'],
+    actions: ['Pub', 'Sub'],
+    decision: 'Allow',
+  });
+  await admin.createAcl({
+    subject: 'User:bench',
+    resources: ['Topic:Bench*', 'Topic:Warmup', 'Group:Bench*'],
+    actions: ['Pub', 'Sub'],
+    decision: 'Allow',
+  });
+  // One signature for the run (within the broker's 15-minute window): the broker's cost is measured.
+  const signed = signRequest('bench', 'bench-secret');
+  md.set('x-mq-date-time', signed.dateTime);
+  md.set('authorization', signed.authorization);
+  console.log('access control on: every request signed by a normal user with 13 ACL entries\n');
+}
 const bc = client(broker.port);
 await sends(bc, 'Warmup', 2000, 16, 1);
 const n1 = Math.round(5000 * scale);

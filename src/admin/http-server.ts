@@ -10,6 +10,8 @@ import type { AdminOperations, UpdateGroupInput, UpdateTopicInput } from './oper
 import { accessHook } from './access.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import { registerConsole } from '../dashboard/console-routes.js';
+import { aclAuthHook } from './acl-auth.js';
+import { registerAclRoutes } from './acl-routes.js';
 
 export interface AdminHttpOptions {
   host: string;
@@ -39,6 +41,7 @@ export async function startAdminHttp(
       : Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 })
   ) as FastifyInstance;
   app.addHook('onRequest', accessHook({ token: opts.token }));
+  app.addHook('onRequest', aclAuthHook(ops.accessControl));
   app.setErrorHandler((err, _req, reply) => {
     if (isVelaError(err)) {
       if (err.kind === 'ADMIN_UNAUTHORIZED') void reply.header('www-authenticate', 'Bearer realm="vela"');
@@ -65,6 +68,7 @@ export async function startAdminHttp(
       return reply.header('content-type', metrics.contentType).send(text);
     });
   }
+  registerAclRoutes(app, ops.acl);
   app.get('/api/broker', async () => ops.brokerInfo());
   app.get('/api/overview', async () => ops.overview());
   app.get('/api/topic-stats', async () => ops.topicStats());

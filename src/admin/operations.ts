@@ -12,6 +12,8 @@ import { groupConsumerKinds } from '../broker/group-kinds.js';
 import { consumedTopics, dlqSize, topicLag } from '../broker/lag.js';
 import { isSystemTopic } from '../broker/names.js';
 import { VELA_VERSION } from '../common/version.js';
+import type { AccessControl } from '../broker/auth/access-control.js';
+import { AclOperations } from './acl-operations.js';
 
 export interface TopicView {
   topic: string;
@@ -93,7 +95,17 @@ export interface UpdateGroupInput {
 }
 
 export class AdminOperations {
-  constructor(private readonly broker: Broker) {}
+  /** Users and ACLs (mqadmin's createUser … listAcl). */
+  readonly acl: AclOperations;
+
+  constructor(private readonly broker: Broker) {
+    this.acl = new AclOperations(broker.acl);
+  }
+
+  /** The checks the admin API itself is under (acl-auth.ts). */
+  get accessControl(): AccessControl {
+    return this.broker.acl;
+  }
 
   async updateTopic(input: UpdateTopicInput): Promise<TopicView> {
     if (!input.topic) throw new VelaError('ILLEGAL_TOPIC', 'a topic name is required');
@@ -478,6 +490,7 @@ export class AdminOperations {
         index: this.broker.timer.indexProgress,
         recovery: this.broker.timer.recovery,
       },
+      acl: { enabled: this.broker.acl.enabled, users: this.broker.acl.registry.userCount },
       deadLettered: Object.fromEntries(this.broker.consume.deadLettered),
       store: s,
       process: {

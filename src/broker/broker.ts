@@ -34,6 +34,8 @@ import { DeliveryHistory } from './delivery-history.js';
 import { ConsumptionObserver } from './consume-observer.js';
 import { messageTypeOf } from './produce.js';
 import { originIdOf } from './consume/retry-records.js';
+import { AuthRegistry } from './auth/auth-registry.js';
+import { AccessControl } from './auth/access-control.js';
 
 /** What the broker needs at run time besides its settings. */
 export interface BrokerDeps {
@@ -79,6 +81,8 @@ export class Broker {
   readonly stats: BrokerStats;
   /** Recent deliveries of messages, for the console (delivery-history.ts). */
   readonly deliveries: DeliveryHistory;
+  /** Users, ACLs and the checks the edges make with them (ACL 2.0). */
+  readonly acl: AccessControl;
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the broker is closing'));
   private closing: Promise<void> | null = null;
 
@@ -96,6 +100,7 @@ export class Broker {
       channels: ClientChannels;
       stats: BrokerStats;
       deliveries: DeliveryHistory;
+      auth: AuthRegistry;
     },
     readonly config: VelaConfig,
     readonly clock: Clock,
@@ -119,6 +124,15 @@ export class Broker {
     this.deliveries = parts.deliveries;
     const observer = new ConsumptionObserver(this.stats, this.deliveries, () => clock.now());
     this.consume.observer = observer;
+    this.acl = new AccessControl(
+      parts.auth,
+      {
+        enabled: config.aclEnabled,
+        clock: { skewMs: config.acl.clockSkewMs, timeZoneOffsets: config.acl.timeZoneOffsets },
+      },
+      () => clock.now(),
+      logger.child({ module: 'acl' }),
+    );
     this.pull = new PullService(
       store,
       this.topics,
@@ -203,6 +217,7 @@ export class Broker {
         clock,
         logger.child({ module: 'transaction' }),
       );
+      const auth = new AuthRegistry();
       const journal = await StateJournal.open(
         {
           dir: join(config.dataDir, 'state'),
@@ -211,9 +226,16 @@ export class Broker {
           clock,
           compactBytes: config.store.stateCompactBytes,
         },
-        [topics, groups, consume, offsets, transactions],
+        [topics, groups, consume, offsets, transactions, auth],
       );
-      topics.journal = groups.journal = consume.journal = offsets.journal = transactions.journal = journal;
+      topics.journal =
+        groups.journal =
+        consume.journal =
+        offsets.journal =
+        transactions.journal =
+        auth.journal =
+          journal;
+      await initAccessControl(auth, config, logger);
       await transactions.recover();
       if (config.store.retentionMs < config.timer.maxDelayMs) {
         logger.warn(
@@ -242,6 +264,7 @@ export class Broker {
           channels,
           stats: new BrokerStats(clock.now()),
           deliveries: new DeliveryHistory(config.deliveryHistory),
+          auth,
         },
         config,
         clock,
@@ -280,12 +303,6 @@ export class Broker {
     return this.store.stats();
   }
 
-  /**
-   * Delete a topic: its metadata, its queues (the store releases their files and memory; the log
-   * bytes go with retention), every group's committed offsets, in-flight, retry and FIFO state for
-   * it. Nothing of it is delivered again; a topic created again under its name starts empty (the
-   * purge is repeated then, in case a crash cut this one short).
-   */
   /** When the oldest message still stored was stored (0 when there is none). */
   async oldestStoreTimestamp(): Promise<number> {
     const m = await this.store.getMessage(this.store.stats().logStart);
@@ -333,7 +350,12 @@ export class Broker {
     return out.slice(0, cap);
   }
 
-  /** Delete a topic's metadata and every group's consumption state for it (messages age out). */
+  /**
+   * Delete a topic: its metadata, its queues (the store releases their files and memory; the log
+   * bytes go with retention), every group's committed offsets, in-flight, retry and FIFO state for
+   * it. Nothing of it is delivered again; a topic created again under its name starts empty (the
+   * purge is repeated then, in case a crash cut this one short).
+   */
   async deleteTopic(name: string): Promise<void> {
     await this.topics.delete(name);
     await this.purgeTopic(name);
@@ -472,5 +494,21 @@ export class Broker {
       })();
     }
     return this.closing;
+  }
+}
+
+/** The init user (`aclInitUser`), and a warning when access control is on with nobody to let in. */
+async function initAccessControl(auth: AuthRegistry, config: VelaConfig, logger: Logger): Promise<void> {
+  if (config.aclInitUser) {
+    const i = config.aclInitUser.indexOf(':');
+    const username = config.aclInitUser.slice(0, i);
+    if (await auth.ensureSuperUser(username, config.aclInitUser.slice(i + 1))) {
+      logger.info({ user: username }, 'created the initial super user (aclInitUser)');
+    }
+  }
+  if (config.aclEnabled && auth.userCount === 0) {
+    logger.warn(
+      'access control is on but there are no users: every request will be refused (set aclInitUser)',
+    );
   }
 }

@@ -12,6 +12,7 @@
  * part of the broker knows decodes to `null` (the journal counts and reports those).
  */
 import type { GroupConfig, TopicConfig } from './metadata.js';
+import type { PolicyEntry, User } from './auth/model.js';
 import type { Delivery, Source } from './consume/delivery.js';
 import {
   decodeGroupConfig,
@@ -117,7 +118,12 @@ export type StateRecord =
   // transaction/ (half messages by their offset in the half topic)
   | { kind: 'txCommitting'; offset: number }
   | { kind: 'txEnded'; offset: number; how: 'commit' | 'rollback' }
-  | { kind: 'txChecked'; offset: number; checks: number; at: number };
+  | { kind: 'txChecked'; offset: number; checks: number; at: number }
+  // auth/ (ACL 2.0)
+  | { kind: 'aclUser'; user: User }
+  | { kind: 'aclUserDeleted'; name: string }
+  | { kind: 'acl'; user: string; entries: PolicyEntry[] }
+  | { kind: 'aclDeleted'; user: string };
 
 export type StateRecordKind = StateRecord['kind'];
 export type StateRecordOf<K extends StateRecordKind> = Extract<StateRecord, { kind: K }>;
@@ -139,6 +145,10 @@ const WIRE_KIND: Record<StateRecordKind, string> = {
   txCommitting: 'txi',
   txEnded: 'txe',
   txChecked: 'txk',
+  aclUser: 'user',
+  aclUserDeleted: 'user-',
+  acl: 'acl',
+  aclDeleted: 'acl-',
 };
 const KIND_OF_WIRE = new Map(Object.entries(WIRE_KIND).map(([k, w]) => [w, k as StateRecordKind]));
 
@@ -207,6 +217,14 @@ export function encodeStateRecord(r: StateRecord): string {
       return JSON.stringify({ k, o: r.offset, r: r.how === 'commit' ? 'c' : 'r' });
     case 'txChecked':
       return JSON.stringify({ k, o: r.offset, n: r.checks, at: r.at });
+    case 'aclUser':
+      return JSON.stringify({ k, v: r.user });
+    case 'aclUserDeleted':
+      return JSON.stringify({ k, name: r.name });
+    case 'acl':
+      return JSON.stringify({ k, user: r.user, entries: r.entries });
+    case 'aclDeleted':
+      return JSON.stringify({ k, user: r.user });
   }
 }
 
@@ -302,5 +320,35 @@ export function decodeStateRecord(json: unknown): StateRecord | null {
       return { kind, offset: int(o.o, what), how: o.r === 'c' ? 'commit' : 'rollback' };
     case 'txChecked':
       return { kind, offset: int(o.o, what), checks: int(o.n, what), at: num(o.at, what) };
+    case 'aclUser': {
+      const u = obj(o.v, what);
+      return {
+        kind,
+        user: {
+          username: str(u.username, what),
+          password: str(u.password, what),
+          userType: str(u.userType, what) as User['userType'],
+          userStatus: str(u.userStatus, what) as User['userStatus'],
+        },
+      };
+    }
+    case 'aclUserDeleted':
+      return { kind, name: str(o.name, what) };
+    case 'acl':
+      return {
+        kind,
+        user: str(o.user, what),
+        entries: list(o.entries, what).map((x) => {
+          const e = obj(x, what);
+          return {
+            resource: str(e.resource, what),
+            actions: list(e.actions, what).map((a) => str(a, what)) as PolicyEntry['actions'],
+            sourceIps: optList(e.sourceIps, what).map((ip) => str(ip, what)),
+            decision: str(e.decision, what) as PolicyEntry['decision'],
+          };
+        }),
+      };
+    case 'aclDeleted':
+      return { kind, user: str(o.user, what) };
   }
 }

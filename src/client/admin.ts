@@ -1,11 +1,35 @@
 /**
  * Admin: a small client of the broker's HTTP admin API (the one `vela admin` uses): topics, consumer
- * groups, consumption progress and connections, message lookup, dead letters. Failures reject with
- * `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND).
+ * groups, consumption progress and connections, message lookup, dead letters, users and ACLs.
+ * Failures reject with `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND).
  */
 import { Code } from '../common/codes.js';
+import { signRequest } from '../common/signature.js';
 import { VelaClientError, clientError } from './errors.js';
 import { positive } from './options.js';
+import type {
+  AdminCredentials,
+  UserType,
+  UserStatus,
+  UserInfo,
+  AclInput,
+  AclInfo,
+  TopicInput,
+  TimerStatus,
+  TransactionStatus,
+  TopicInfo,
+  GroupInput,
+  GroupInfo,
+  QueueStatus,
+  ConsumerProgress,
+  ConsumerConnection,
+  StoredMessageInfo,
+  ResetTarget,
+  ResetOffsetResult,
+  DeadLetterPage,
+} from './admin-types.js';
+
+export type * from './admin-types.js';
 
 export interface AdminOptions {
   /** Base URL of the admin HTTP API. @defaultValue 'http://127.0.0.1:8082' */
@@ -14,158 +38,27 @@ export interface AdminOptions {
   requestTimeoutMs?: number;
   /** The broker's admin token (`adminToken`), sent as `Authorization: Bearer …`. @defaultValue none */
   token?: string;
-}
-
-export type TopicMessageType = 'NORMAL' | 'FIFO' | 'DELAY' | 'TRANSACTION' | 'MIXED';
-
-export interface TopicInput {
-  /** Sets the `message.type` attribute. @defaultValue 'NORMAL' (for a new topic) */
-  messageType?: TopicMessageType;
-  /** @defaultValue 8 */
-  readQueueNums?: number;
-  /** @defaultValue 8 */
-  writeQueueNums?: number;
-  /** RocketMQ permission bits (6 = read + write). @defaultValue 6 */
-  perm?: number;
-  /** Further attributes, e.g. `{ 'message.type': 'FIFO' }`. */
-  attributes?: Record<string, string>;
-}
-
-export interface TimerStatus {
-  /** Delay messages waiting, all topics listed. */
-  scheduled: number;
-  /** When the next is due (epoch ms), null when none waits. */
-  nextDueAt: number | null;
-  topics: { topic: string; scheduled: number; nextDueAt: number | null }[];
-}
-
-export interface TransactionStatus {
-  open: number;
-  /** Per topic: open transactions and the store time of the oldest. */
-  topics: { topic: string; open: number; oldestAt: number }[];
-}
-
-export interface TopicInfo {
-  topic: string;
-  readQueueNums: number;
-  writeQueueNums: number;
-  perm: number;
-  messageType: string;
-  attributes: Record<string, string>;
-}
-
-/** mqadmin's `groupRetryPolicy`: a customized table or an exponential curve (milliseconds). */
-export type GroupRetryPolicy =
-  | { type: 'CUSTOMIZED'; customizedRetryPolicy: { next: number[] } }
-  | { type: 'EXPONENTIAL'; exponentialRetryPolicy: { initial: number; max: number; multiplier: number } };
-
-export interface GroupInput {
-  /** Redeliveries before the dead-letter queue. @defaultValue 16 */
-  retryMaxTimes?: number;
-  /** FIFO consumption. @defaultValue false */
-  consumeMessageOrderly?: boolean;
-  /** @defaultValue CUSTOMIZED 10 s, 30 s, 1 m … 2 h */
-  groupRetryPolicy?: GroupRetryPolicy;
-  /** Retry interval of FIFO groups. @defaultValue 1000 */
-  fifoRetryIntervalMs?: number;
-  /** @defaultValue true */
-  consumeBroadcastEnable?: boolean;
-  /** @defaultValue true */
-  consumeEnable?: boolean;
-}
-
-export interface GroupInfo {
-  group: string;
-  retryMaxTimes: number;
-  consumeMessageOrderly: boolean;
-  consumeBroadcastEnable: boolean;
-  consumeEnable: boolean;
-  groupRetryPolicy: GroupRetryPolicy;
-  fifoRetryIntervalMs: number;
-}
-
-export interface QueueStatus {
-  brokerName: string;
-  queueId: number;
-  minOffset: number;
-  maxOffset: number;
-  lastUpdateTimestamp: number;
-}
-
-export interface ConsumerProgress {
-  group: string;
-  queues: {
-    topic: string;
-    brokerName: string;
-    queueId: number;
-    brokerOffset: number;
-    consumerOffset: number;
-    inflight: number;
-    ready: number;
-    lag: number;
-    lastStoreTimestamp: number;
-  }[];
-  totalLag: number;
-  inflight: number;
-}
-
-export interface ConsumerConnection {
-  clientId: string;
-  clientType: string;
-  remoteAddress: string;
-  language: string;
-  version: string;
-  topics: string[];
-  connectedAt: number;
-  lastSeen: number;
-}
-
-export interface StoredMessageInfo {
-  messageId: string;
-  topic: string;
-  queueId: number;
-  queueOffset: number;
-  tag?: string;
-  keys: string[];
-  messageGroup?: string;
-  messageType: string;
-  properties: Record<string, string>;
-  bornTimestamp: number;
-  bornHost: string;
-  storeTimestamp: number;
-  reconsumeTimes: number;
-  bodySize: number;
-  /** Base64. */
-  body: string;
-}
-
-/** Where `resetOffset` moves a group: to the first message stored at or after a time, or to an offset. */
-export type ResetTarget = { timestamp: number | Date } | { offset: number; queueId?: number };
-
-export interface ResetOffsetResult {
-  group: string;
-  topic: string;
-  queues: { queueId: number; oldOffset: number | null; newOffset: number }[];
-}
-
-export interface DeadLetterPage {
-  group: string;
-  dlqTopic: string;
-  messages: (StoredMessageInfo & { originTopic: string; originMessageId: string })[];
-  nextOffset: number;
-  maxOffset: number;
-  deadLetteredSinceStart: number;
+  /**
+   * A super user's keys, when the broker runs with access control: each request is signed with
+   * them (`x-vela-authorization`, as gRPC requests are signed). @defaultValue none
+   */
+  credentials?: AdminCredentials;
 }
 
 export class Admin {
   private readonly url: string;
   private readonly timeoutMs: number;
   private readonly token: string | undefined;
+  private readonly credentials: AdminCredentials | undefined;
 
   constructor(options: AdminOptions = {}) {
     this.url = (options.url ?? 'http://127.0.0.1:8082').replace(/\/+$/, '');
     this.timeoutMs = positive('requestTimeoutMs', options.requestTimeoutMs, 10_000);
     this.token = options.token || undefined;
+    if (options.credentials && (!options.credentials.accessKey || !options.credentials.secretKey)) {
+      throw clientError(Code.BAD_REQUEST, 'credentials need an accessKey and a secretKey');
+    }
+    this.credentials = options.credentials ? Object.freeze({ ...options.credentials }) : undefined;
   }
 
   // Topics
@@ -303,15 +196,80 @@ export class Admin {
     return this.request('GET', '/api/broker');
   }
 
+  // Users and ACLs (mqadmin's commands)
+
+  /** A new user (its access key is the username). @param userType @defaultValue 'Normal' */
+  createUser(username: string, password: string, userType?: UserType): Promise<UserInfo> {
+    return this.request('POST', '/api/acl/users', { username, password, ...(userType ? { userType } : {}) });
+  }
+
+  /** Change a user's password (secret key), type or status. */
+  updateUser(
+    username: string,
+    update: { password?: string; userType?: UserType; userStatus?: UserStatus },
+  ): Promise<UserInfo> {
+    return this.request('PUT', `/api/acl/users/${enc(username)}`, update);
+  }
+
+  /** Delete a user and its ACL. */
+  async deleteUser(username: string): Promise<void> {
+    await this.request('DELETE', `/api/acl/users/${enc(username)}`);
+  }
+
+  getUser(username: string): Promise<UserInfo> {
+    return this.request('GET', `/api/acl/users/${enc(username)}`);
+  }
+
+  /** Users whose name contains `filter`. */
+  listUser(filter?: string): Promise<UserInfo[]> {
+    return this.request('GET', `/api/acl/users${filter ? `?filter=${enc(filter)}` : ''}`);
+  }
+
+  /** Add entries to a subject's ACL (an entry for the same resource is replaced). */
+  createAcl(acl: AclInput): Promise<AclInfo> {
+    return this.request('POST', '/api/acl', acl);
+  }
+
+  /** The same as createAcl, as in RocketMQ. */
+  updateAcl(acl: AclInput): Promise<AclInfo> {
+    return this.request('PUT', '/api/acl', acl);
+  }
+
+  /** Remove one resource's entry from a subject's ACL, or (no resource) the whole ACL. */
+  async deleteAcl(subject: string, resource?: string): Promise<void> {
+    await this.request('DELETE', `/api/acl/${enc(subject)}${resource ? `?resource=${enc(resource)}` : ''}`);
+  }
+
+  getAcl(subject: string): Promise<AclInfo> {
+    return this.request('GET', `/api/acl/${enc(subject)}`);
+  }
+
+  /** ACLs whose subject contains `subject`, with the entries whose resource contains `resource`. */
+  listAcl(filter: { subject?: string; resource?: string } = {}): Promise<AclInfo[]> {
+    const q = new URLSearchParams();
+    if (filter.subject) q.set('subject', filter.subject);
+    if (filter.resource) q.set('resource', filter.resource);
+    const qs = q.toString();
+    return this.request('GET', `/api/acl${qs ? `?${qs}` : ''}`);
+  }
+
+  private headers(json: boolean): Record<string, string> {
+    const h: Record<string, string> = json ? { 'content-type': 'application/json' } : {};
+    if (this.token) h.authorization = `Bearer ${this.token}`;
+    if (this.credentials) {
+      const signed = signRequest(this.credentials.accessKey, this.credentials.secretKey);
+      h['x-mq-date-time'] = signed.dateTime;
+      h['x-vela-authorization'] = signed.authorization;
+    }
+    return h;
+  }
+
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     let res: Response;
     try {
       res = await fetch(`${this.url}${path}`, {
         method,
-        headers: {
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
-        },
+        headers: this.headers(body !== undefined),
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(this.timeoutMs),
       });

@@ -5,7 +5,7 @@
  * `x-mq-namespace` / `authorization` when configured). Calls reject with `VelaClientError`s built by
  * `fromTransport`, or with the signal's reason when aborted; body statuses are the caller's to check.
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { decode, encode, messagingMethods, type MethodCodec } from '../protocol/codec.js';
 import type { Endpoints, TelemetryCommand } from '../protocol/wire-types.js';
@@ -13,6 +13,7 @@ import { abortReason, fromTransport } from './errors.js';
 import { endpointsKey } from './endpoints.js';
 import { H2Channel, type BidiCall, type ClientTls } from './h2-channel.js';
 import type { SessionCredentials } from './options.js';
+import { formatDateTime, signRequest } from '../common/signature.js';
 
 /** The SDK's version, sent as `x-mq-client-version` and in Settings. */
 export const SDK_VERSION: string = (() => {
@@ -44,33 +45,24 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** `yyyyMMdd'T'HHmmss'Z'`, UTC. */
-function dateTime(now: Date): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return (
-    `${now.getUTCFullYear()}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())}` +
-    `T${p(now.getUTCHours())}${p(now.getUTCMinutes())}${p(now.getUTCSeconds())}Z`
-  );
-}
-
 /** The headers of one request. */
 export function requestMetadata(id: Identity): Record<string, string> {
-  const stamp = dateTime(new Date());
+  const c = id.credentials;
+  // The date-time is what the signature covers: UTC, as the header means (the Java, Go and Python
+  // clients send local time).
+  const signed = c ? signRequest(c.accessKey, c.accessSecret) : undefined;
   const md: Record<string, string> = {
     'x-mq-client-id': id.clientId,
     'x-mq-protocol': 'v2',
-    'x-mq-date-time': stamp,
+    'x-mq-date-time': signed?.dateTime ?? formatDateTime(Date.now()),
     'x-mq-request-id': randomUUID(),
     // The official broker's LanguageCode enum has no Node.js value; the Settings' user agent says NODE_JS.
     'x-mq-language': 'HTTP',
     'x-mq-client-version': SDK_VERSION,
   };
   if (id.namespace) md['x-mq-namespace'] = id.namespace;
-  const c = id.credentials;
-  if (c) {
-    const signature = createHmac('sha1', c.accessSecret).update(stamp).digest('hex').toUpperCase();
-    md['authorization'] =
-      `MQv2-HMAC-SHA1 Credential=${c.accessKey}, SignedHeaders=x-mq-date-time, Signature=${signature}`;
+  if (c && signed) {
+    md['authorization'] = signed.authorization;
     if (c.securityToken) md['x-mq-session-token'] = c.securityToken;
   }
   return md;

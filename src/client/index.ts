@@ -34,6 +34,14 @@ export type {
   ResetOffsetResult,
   TimerStatus,
   TransactionStatus,
+  AdminCredentials,
+  UserInfo,
+  UserType,
+  UserStatus,
+  AclAction,
+  AclInput,
+  AclInfo,
+  AclEntryInfo,
 } from './admin.js';
 export { PullConsumer } from './pull-consumer.js';
 export type { PullConsumerOptions, QueueRef, StartPosition } from './pull-consumer.js';

@@ -6,6 +6,9 @@
  *
  * `resolveConfig` turns a partial input (from code, or from flags / env / file merged by the CLI)
  * into one frozen, validated config that the broker and its servers consume.
+ *
+ * Longer than most files on purpose: it is a table (one entry per setting, with its documentation),
+ * and splitting it would put the settings of one broker in several places.
  */
 import { VelaError } from './errors.js';
 
@@ -221,6 +224,18 @@ export const TRANSACTION_SCHEMA = {
   ),
 } as const;
 
+export const ACL_SCHEMA = {
+  clockSkewMs: num(
+    15 * 60_000,
+    "a signed request's `x-mq-date-time` may differ from the broker's clock by this much (`UNAUTHORIZED` beyond); `0` turns the check off, as in RocketMQ",
+    'ms',
+  ),
+  timeZoneOffsets: bool(
+    true,
+    "also accept an `x-mq-date-time` off by a whole time-zone offset (−12 h … +14 h, within the skew): the Java, Go and Python clients stamp local time with a `Z`. Off: only the skew, for clients that all send UTC (Node, Vela's SDK) or run in UTC",
+  ),
+} as const;
+
 export const SECTION_SCHEMAS = {
   store: STORE_SCHEMA,
   produce: PRODUCE_SCHEMA,
@@ -229,6 +244,7 @@ export const SECTION_SCHEMAS = {
   grpc: GRPC_SCHEMA,
   timer: TIMER_SCHEMA,
   transaction: TRANSACTION_SCHEMA,
+  acl: ACL_SCHEMA,
 } as const;
 export type SectionName = keyof typeof SECTION_SCHEMAS;
 
@@ -360,6 +376,17 @@ export const TOP_SCHEMA = {
     'deliveries (attempt, client, outcome) the broker remembers for the console, the newest kept; `0` turns it off',
     'count',
   ),
+  aclEnabled: bool(
+    false,
+    'access control (RocketMQ ACL 2.0): every gRPC request must be signed by a user (`UNAUTHORIZED` otherwise) and be within its ACL (`FORBIDDEN`); the admin API needs a super user (docs/security.md)',
+    { flag: '--acl-enabled', env: 'VELA_ACL_ENABLED' },
+  ),
+  aclInitUser: {
+    default: '',
+    doc: "a super user created at start-up unless one of that name exists, as `<accessKey>:<secretKey>` (RocketMQ's `initAuthenticationUser`); give it in the environment or the config file, not on a command line",
+    kind: { type: 'string', optional: true },
+    env: 'VELA_ACL_INIT_USER',
+  } as Setting<string>,
 } as const;
 
 // ---------------------------------------------------------------------------------------------------
@@ -374,6 +401,7 @@ export type FlowControlSettings = ValuesOf<typeof FLOW_CONTROL_SCHEMA>;
 export type GrpcSettings = ValuesOf<typeof GRPC_SCHEMA>;
 export type TimerSettings = ValuesOf<typeof TIMER_SCHEMA>;
 export type TransactionSettings = ValuesOf<typeof TRANSACTION_SCHEMA>;
+export type AclSettings = ValuesOf<typeof ACL_SCHEMA>;
 type TopSettings = ValuesOf<typeof TOP_SCHEMA>;
 
 /** The resolved configuration of a broker. */
@@ -387,6 +415,7 @@ export interface VelaConfig extends Omit<TopSettings, 'grpcPort'> {
   readonly grpc: GrpcSettings;
   readonly timer: TimerSettings;
   readonly transaction: TransactionSettings;
+  readonly acl: AclSettings;
 }
 
 /** What a caller may give: any subset; `grpcPort` may be one port or a list. */
@@ -399,6 +428,7 @@ export type ConfigInput = Partial<Omit<TopSettings, 'grpcPort'>> & {
   grpc?: Partial<GrpcSettings>;
   timer?: Partial<TimerSettings>;
   transaction?: Partial<TransactionSettings>;
+  acl?: Partial<AclSettings>;
 };
 
 function defaultsOf<S extends Record<string, Setting<unknown>>>(schema: S): ValuesOf<S> {
@@ -422,6 +452,7 @@ export const DEFAULTS: VelaConfig = deepFreeze({
   grpc: defaultsOf(GRPC_SCHEMA),
   timer: defaultsOf(TIMER_SCHEMA),
   transaction: defaultsOf(TRANSACTION_SCHEMA),
+  acl: defaultsOf(ACL_SCHEMA),
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -603,6 +634,9 @@ function crossCheck(c: VelaConfig, sourceOf: SourceOf): void {
   }
   if (c.httpTls && c.tlsMode === 'disabled') {
     throw illegal(sourceOf('httpTls'), 'httpTls', 'needs TLS (tlsMode is disabled)');
+  }
+  if (c.aclInitUser !== '' && !/^[^:]+:.+$/.test(c.aclInitUser)) {
+    throw illegal(sourceOf('aclInitUser'), 'aclInitUser', 'must be <accessKey>:<secretKey>');
   }
   if (c.consume.minInvisibleMs > c.consume.maxInvisibleMs) {
     throw illegal(

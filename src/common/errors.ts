@@ -87,6 +87,13 @@ export const ErrorCatalogue = {
     'the admin API refuses requests from another site or addressed to a foreign host name',
   ),
   ADMIN_NOT_JSON: entry('BAD_REQUEST', 'state changes must be sent as JSON (Content-Type: application/json)'),
+  // Access control (ACL 2.0)
+  ACL_UNAUTHORIZED: entry('UNAUTHORIZED', 'authentication failed'),
+  ACL_FORBIDDEN: entry('FORBIDDEN', 'access denied'),
+  ILLEGAL_ACL: entry('BAD_REQUEST', 'illegal user or ACL'),
+  ACL_USER_EXISTS: entry('BAD_REQUEST', 'the user already exists'),
+  ACL_USER_NOT_FOUND: entry('NOT_FOUND', 'no such user'),
+  ACL_NOT_FOUND: entry('NOT_FOUND', 'no such ACL entry'),
   // Generic
   INTERNAL: entry('INTERNAL_SERVER_ERROR', 'internal error'),
 } as const satisfies Record<string, CatalogueEntry>;

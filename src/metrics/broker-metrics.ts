@@ -14,6 +14,7 @@ import { isSystemGroup, isSystemTopic } from '../broker/names.js';
 import { consumedTopics, dlqSize, topicLag, type TopicLag } from '../broker/lag.js';
 import { FLUSH_LATENCY_BUCKETS_MS, MESSAGE_SIZE_BUCKETS, RPC_LATENCY_BUCKETS_MS } from '../broker/stats.js';
 import { CollectedHistogram } from './collected-histogram.js';
+import { DELAY_BUCKETS_S, FINISH_BUCKETS_MS, LATENESS_BUCKETS_MS } from '../broker/timer/timer-figures.js';
 import { processMetrics } from './process-metrics.js';
 
 export interface BrokerMetricsOptions {
@@ -215,6 +216,75 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
           counts: c.latency,
         };
       }
+    },
+  );
+
+  // --- delay and transactional messages ---------------------------------------------------------
+  const timer = broker.timer.figures;
+  const byTopic = (m: Counter<'topic'>, counts: Map<string, number>) => {
+    for (const [topic, n] of counts) m.inc({ topic }, n);
+  };
+  counter('rocketmq_timer_enqueue_total', 'Delay messages scheduled', ['topic'] as const, (m) =>
+    byTopic(m, timer.enqueued),
+  );
+  counter(
+    'rocketmq_timer_dequeue_total',
+    'Delay messages delivered to their topic',
+    ['topic'] as const,
+    (m) => byTopic(m, timer.dequeued),
+  );
+  gauge('rocketmq_timer_message_snapshot', 'Delay messages waiting for their time', [] as const, (g) =>
+    g.set(broker.timer.size),
+  );
+  new CollectedHistogram(
+    {
+      name: 'rocketmq_delay_message_latency_seconds',
+      help: 'How far ahead delay messages were scheduled when they were stored',
+      labelNames: [] as const,
+      buckets: DELAY_BUCKETS_S,
+      registry,
+    },
+    function* () {
+      yield { labels: {}, counts: timer.delay };
+    },
+  );
+  new CollectedHistogram(
+    {
+      name: 'vela_timer_delivery_lateness_milliseconds',
+      help: 'How late past its delivery time a delay message was appended to its topic',
+      labelNames: [] as const,
+      buckets: LATENESS_BUCKETS_MS,
+      registry,
+    },
+    function* () {
+      yield { labels: {}, counts: timer.lateness };
+    },
+  );
+  const tx = broker.transactions.figures;
+  counter('rocketmq_commit_messages_total', 'Transactional messages committed', ['topic'] as const, (m) =>
+    byTopic(m, tx.committed),
+  );
+  counter('rocketmq_rollback_messages_total', 'Transactional messages rolled back', ['topic'] as const, (m) =>
+    byTopic(m, tx.rolledBack),
+  );
+  gauge(
+    'rocketmq_half_messages',
+    'Transactions neither committed nor rolled back',
+    ['topic'] as const,
+    (g) => {
+      for (const t of broker.transactions.status()) g.set({ topic: t.topic }, t.open);
+    },
+  );
+  new CollectedHistogram(
+    {
+      name: 'rocketmq_finish_message_latency_milliseconds',
+      help: 'Time from a half message stored to its commit or rollback',
+      labelNames: ['topic'] as const,
+      buckets: FINISH_BUCKETS_MS,
+      registry,
+    },
+    function* () {
+      for (const [topic, h] of tx.finish) yield { labels: { topic }, counts: h };
     },
   );
 

@@ -37,6 +37,6 @@ export function contextOf(call: CallSource, request: unknown, requireClientId = 
 }
 
 /** The broker's name for a resource: `namespace%name` when the client has a namespace. */
-export function resourceName(ctx: CallContext, r: Resource | undefined): string {
+export function resourceName(ctx: Pick<CallContext, 'namespace'>, r: Resource | undefined): string {
   return toInternal(ctx.namespace || r?.resource_namespace || '', r?.name ?? '');
 }

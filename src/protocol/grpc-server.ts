@@ -32,6 +32,7 @@ import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status, type TelemetryCommand } from './wire-types.js';
 import { rpcTimer } from './rpc-stats.js';
 import { Code } from '../common/codes.js';
+import { GrpcAccess, type CallCredentials } from './auth.js';
 import { GrpcStatus, LimitError } from './transport/grpc-wire.js';
 import type { ServerCall, PeerInfo } from './transport/server-call.js';
 import {
@@ -152,6 +153,15 @@ export class GrpcEndpoint {
       }
     };
 
+    // Access control (ACL 2.0, protocol/auth.ts): the broker's own check, after the embedder's hook.
+    const access = new GrpcAccess(broker.acl);
+    /** The call's context, once access control (when on) has let its caller in. */
+    const admitted = (name: string, call: ServerCall, req: object, requireClientId = true): CallContext => {
+      const ctx = contextOf(call, req, requireClientId);
+      access.admit(name, credentialsOf(call), req, ctx.namespace);
+      return ctx;
+    };
+
     /** Guard, then decode: a refused request throws a LimitError; a malformed one decodes to a marker. */
     const decodeGuarded = (m: MethodCodec, bytes: Buffer, entriesField?: number): object => {
       try {
@@ -212,7 +222,7 @@ export class GrpcEndpoint {
             handler.onRefused!(call, err as LimitError);
             return;
           }
-          const run = (): unknown => fn(contextOf(call, req, opt.requireClientId ?? true), req as never);
+          const run = (): unknown => fn(admitted(name, call, req, opt.requireClientId ?? true), req as never);
           const auth = admit(call);
           (auth ? Promise.resolve(auth).then(run) : Promise.resolve().then(run)).then(
             (res) => {
@@ -275,7 +285,7 @@ export class GrpcEndpoint {
             return;
           }
           Promise.resolve(admit(call))
-            .then(() => run(contextOf(call, req), req as never, call.signal))
+            .then(() => run(admitted(name, call, req), req as never, call.signal))
             .then(
               (frames) => sendFrames(call, frames, started),
               (err: unknown) => sendFrames(call, onError(statusOf(err, log, name)), started),
@@ -369,13 +379,14 @@ export class GrpcEndpoint {
         (status) => [{ status }, { delivery_timestamp: fromMillis(broker.clock.now()) }],
       ),
     );
-    register('Telemetry', this.telemetryHandler(broker, opts, admit, checkClientQuota, noteClient));
+    register('Telemetry', this.telemetryHandler(broker, opts, admit, access, checkClientQuota, noteClient));
   }
 
   private telemetryHandler(
     broker: Broker,
     opts: GrpcEndpointOptions,
     admit: (call: ServerCall) => void | Promise<void>,
+    access: GrpcAccess,
     checkClientQuota: (ctx: CallContext) => void,
     noteClient: (ctx: CallContext) => void,
   ): MethodHandler {
@@ -407,9 +418,12 @@ export class GrpcEndpoint {
       onRefused: (call, err) => refuse(call, limitStatus(err)),
       onOpen: (call) => {
         let ctx: CallContext;
+        // The stream's headers are read once: authenticated here, each Settings authorized below.
+        let principal: ReturnType<GrpcAccess['authenticate']> | undefined;
         try {
           ctx = contextOf(call, undefined);
           checkClientQuota(ctx);
+          if (access.enabled) principal = access.authenticate(credentialsOf(call));
         } catch (err) {
           refuse(call, statusOf(err, log, 'Telemetry'));
           return;
@@ -447,6 +461,14 @@ export class GrpcEndpoint {
             return;
           }
           if (!cmd.settings) return; // diagnostics replies (thread stack, verify result): nothing to do
+          if (principal) {
+            try {
+              access.authorize(principal, 'Telemetry', cmd, ctx.namespace, call.peer.remote);
+            } catch (err) {
+              write(call, { status: statusOf(err, log, 'Telemetry') });
+              return;
+            }
+          }
           const owner = broker.sessions.get(clientId);
           if (
             owner?.telemetryOpen &&
@@ -543,4 +565,9 @@ function limitStatus(err: LimitError): Status {
     case 'malformed':
       return { code: CodeTable.BAD_REQUEST.code, message: `malformed request: ${err.message}` };
   }
+}
+
+/** What access control reads of a call: its headers and the client's address. */
+function credentialsOf(call: ServerCall): CallCredentials {
+  return { header: (n) => call.header(n), peer: call.peer.remote };
 }

@@ -96,6 +96,9 @@ export class RemotingEndpoint {
     const notify = (group: string) => e.notifyConsumerIdsChanged(group);
     e.unsubscribe = broker.consumers.onChange(notify);
     opts.logger.info({ address: e.info.address, ports: e.ports }, 'Remoting endpoint listening');
+    if (broker.acl.enabled) {
+      opts.logger.warn('access control is on: the Remoting endpoint refuses every request (NO_PERMISSION)');
+    }
     return e;
   }
 
@@ -180,6 +183,17 @@ export class RemotingEndpoint {
         this.respond(conn, cmd, {
           code: ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
           remark: `request code ${cmd.code} not supported`,
+        });
+      }
+      return;
+    }
+    if (this.broker.acl.enabled) {
+      // Fail closed: this endpoint does not verify Remoting signatures (AccessKey/Signature fields).
+      if (!isOneway(cmd)) {
+        this.respond(conn, cmd, {
+          code: ResponseCode.NO_PERMISSION,
+          remark:
+            'access control is on and the Remoting endpoint does not check credentials: use the gRPC port (docs/security.md)',
         });
       }
       return;

@@ -26,6 +26,8 @@
  * entries kept for the next try) and reported as transient; a failed fsync, or a write that cannot be
  * rolled back, makes the index read-only until a restart, since what it wrote since its last good
  * fsync can no longer be trusted: every later write is refused with STORE_IO_ERROR.
+ *
+ * One file on purpose: the slab file format, its reader and its writer change together.
  */
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../common/logger.js';

@@ -274,6 +274,34 @@ test('with an admin token, the console asks for it', async () => {
   assert.deepEqual(problems, []);
 });
 
+test("with access control on, the console signs in with a super user's keys and signs every request", async () => {
+  problems.length = 0;
+  const tb = await startTestBroker({ aclEnabled: true, aclInitUser: 'console-admin:console-secret-0123' });
+  const page = await context.newPage();
+  try {
+    const unsigned = await fetch(`${tb.adminUrl}/api/overview`);
+    assert.equal(unsigned.status, 401, 'the API itself refuses an unsigned request');
+    await page.goto(`${tb.adminUrl}/console/`);
+    const prompt = page.getByRole('dialog', { name: 'Access keys' });
+    await prompt.waitFor();
+    await prompt.locator('input[name=accessKey]').fill('console-admin');
+    await prompt.locator('input[name=secretKey]').fill('not-the-secret');
+    await prompt.getByRole('button', { name: 'Sign in' }).click();
+    await prompt.getByText('Those keys were refused.').waitFor();
+    await prompt.locator('input[name=secretKey]').fill('console-secret-0123');
+    await prompt.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByTestId('overview-stats').getByText('broker-0').waitFor();
+    assert.equal(await prompt.count(), 0);
+    await page.goto(`${tb.adminUrl}/console/#/topics`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await prompt.waitFor();
+  } finally {
+    await page.close();
+    await tb.close();
+  }
+  assert.deepEqual(problems, []);
+});
+
 /** Wait until an element's text is exactly `text`. */
 async function waitText(
   locator: ReturnType<Page['locator']>,

@@ -226,6 +226,52 @@ test('pull consumers: lag follows the committed offsets', async () => {
   assert.ok(value(s, 'rocketmq_messages_out_total', g) >= 4);
 });
 
+test('delay and transactional messages: scheduled, delivered, committed, rolled back, open', async () => {
+  const delayTopic = uniqueName('MetDelay');
+  const txTopic = uniqueName('MetTx');
+  await admin.createTopic(delayTopic, { messageType: 'DELAY' });
+  await admin.createTopic(txTopic, { messageType: 'TRANSACTION' });
+  const p = use(new Producer({ endpoints: b.endpoints, topics: [delayTopic, txTopic] }));
+  await p.start();
+  const at = Date.now();
+  await p.send({ topic: delayTopic, body: 'soon', deliveryTimestamp: at + 300 });
+  await p.send({ topic: delayTopic, body: 'later', deliveryTimestamp: at + 3_600_000 });
+  let s = await scrape();
+  assert.equal(value(s, 'rocketmq_timer_enqueue_total', { topic: delayTopic }), 2);
+  assert.ok(value(s, 'rocketmq_timer_message_snapshot') >= 1);
+  assert.ok(value(s, 'rocketmq_delay_message_latency_seconds_count') >= 2);
+  assert.ok(
+    value(s, 'rocketmq_delay_message_latency_seconds_bucket', { le: '1' }) >= 1,
+    'the 300 ms delay falls in the first bucket',
+  );
+  await waitFor(
+    async () => value(await scrape(), 'rocketmq_timer_dequeue_total', { topic: delayTopic }) === 1,
+    { timeoutMs: 10_000, what: 'the due delay message delivered' },
+  );
+  s = await scrape();
+  assert.equal(
+    value(s, 'rocketmq_timer_dequeue_total', { topic: delayTopic }),
+    1,
+    'the later one still waits',
+  );
+  assert.ok(value(s, 'vela_timer_delivery_lateness_milliseconds_count') >= 1);
+
+  const committed = p.beginTransaction();
+  await committed.send({ topic: txTopic, body: 'yes' });
+  const rolledBack = p.beginTransaction();
+  await rolledBack.send({ topic: txTopic, body: 'no' });
+  await p.beginTransaction().send({ topic: txTopic, body: 'open' });
+  s = await scrape();
+  assert.equal(value(s, 'rocketmq_half_messages', { topic: txTopic }), 3);
+  await committed.commit();
+  await rolledBack.rollback();
+  s = await scrape();
+  assert.equal(value(s, 'rocketmq_commit_messages_total', { topic: txTopic }), 1);
+  assert.equal(value(s, 'rocketmq_rollback_messages_total', { topic: txTopic }), 1);
+  assert.equal(value(s, 'rocketmq_half_messages', { topic: txTopic }), 1);
+  assert.equal(value(s, 'rocketmq_finish_message_latency_milliseconds_count', { topic: txTopic }), 2);
+});
+
 test('metrics can be turned off; with a token they need it', async () => {
   const off = await startTestBroker({ metrics: false });
   try {

@@ -8,6 +8,13 @@ import { fileURLToPath } from 'node:url';
 
 const CHILD = fileURLToPath(new URL('./push-consumer-child.ts', import.meta.url));
 
+/**
+ * The push consumer sends no long-polling time and uses the one in the Settings reply (the broker's
+ * maxPollMs); its shutdown waits for the ReceiveMessage in flight. With the 20 s default every
+ * shutdown would take ~20 s, so brokers of these tests poll for at most 2 s.
+ */
+export const MAX_POLL_MS = 2000;
+
 export interface ChildEvent {
   event: 'started' | 'consumed' | 'shutdown' | 'error';
   [k: string]: unknown;
@@ -24,7 +31,7 @@ export interface ChildRun {
 }
 
 /**
- * Start a child: `[endpoints, topic, group, expected, filter?, delayMs?, failPercent?]`. With `expected`
+ * Start a child: `[endpoints, topic, group, expected, filter?, delayMs?, failures?]` (push-consumer-child.ts). With `expected`
  * 0 it consumes until `stop()`.
  */
 export function runChild(args: string[], timeoutMs = 30_000): ChildRun {

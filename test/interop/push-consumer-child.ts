@@ -3,15 +3,17 @@
  * process alive after shutdown (an EggLogger timer, protocol.md §12 item 18), so it runs here and
  * exits explicitly.
  *
- * Usage: node --import tsx push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs] [failPercent]
+ * Usage: node --import tsx push-consumer-child.ts <endpoints> <topic> <group> <expected> [filter] [delayMs] [failures]
  *
- * `expected` > 0: shut down once that many messages were consumed (or after 15 s). `expected` 0: consume
- * until a line arrives on stdin (or stdin closes). `delayMs`: the listener's processing time.
- * `failPercent`: the share of deliveries the listener answers FAILURE (at random).
+ * `expected` > 0: shut down once the listener was called that many times (or after 15 s). `expected` 0:
+ * consume until a line arrives on stdin (or stdin closes). `delayMs`: the listener's processing time.
+ * `failures`: a number is the share (percent) of deliveries the listener answers FAILURE, at random; JSON
+ * `{ "<body>": n }` answers FAILURE to that message's first `n` deliveries (`-1`: to every one).
  *
  * Prints one JSON object per line on stdout:
  *   {"event":"started","clientId":…}
- *   {"event":"consumed","messageId":…,"body":…,"tag":…,"messageGroup":…,"deliveryAttempt":…,"offset":…,"result":…}
+ *   {"event":"consumed","at":…,"atMs":…,"messageId":…,"body":…,"tag":…,"messageGroup":…,"deliveryAttempt":…,
+ *    "offset":…,"result":"SUCCESS"|"FAILURE"}
  *   {"event":"shutdown","ms":…}
  *   {"event":"error","message":…}
  * then exits 0.
@@ -29,7 +31,11 @@ if (!endpoints || !topic || !group || !expectedArg) {
 }
 const expected = Number(expectedArg);
 const delayMs = Number(delayArg);
-const failPercent = Number(failArg);
+const byBody = failArg.trim().startsWith('{');
+const failPercent = byBody ? 0 : Number(failArg);
+const failures = byBody ? (JSON.parse(failArg) as Record<string, number>) : {};
+/** Listener calls per message body. */
+const calls = new Map<string, number>();
 const emit = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const quiet = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
 
@@ -61,12 +67,19 @@ const consumer = new PushConsumer({
       // Wall-clock start with sub-millisecond precision, comparable across the processes of one machine.
       const at = performance.timeOrigin + performance.now();
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
-      const fail = failPercent > 0 && Math.random() * 100 < failPercent;
+      const atMs = Date.now();
+      const body = m.body.toString();
+      const call = (calls.get(body) ?? 0) + 1;
+      calls.set(body, call);
+      const failFor = failures[body] ?? 0;
+      const fail =
+        failFor === -1 || call <= failFor || (failPercent > 0 && Math.random() * 100 < failPercent);
       emit({
         event: 'consumed',
         at,
+        atMs,
         messageId: m.messageId,
-        body: m.body.toString(),
+        body,
         tag: m.tag,
         messageGroup: m.messageGroup,
         deliveryAttempt: m.deliveryAttempt,

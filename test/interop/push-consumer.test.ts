@@ -17,14 +17,7 @@ import {
   uniqueName,
   type InteropBroker,
 } from './support.js';
-import { consumedOf, runChild } from './push-child.js';
-
-/**
- * The push consumer sends no long-polling time and uses the one in the Settings reply (the broker's
- * maxPollMs); its shutdown waits for the ReceiveMessage in flight. With the 20 s default every
- * shutdown would take ~20 s, so this broker polls for at most 2 s.
- */
-const MAX_POLL_MS = 2000;
+import { MAX_POLL_MS, consumedOf, runChild } from './push-child.js';
 
 // The tests are independent (own topic, group and child) and mostly wait on their child: run them together.
 describe('interop: PushConsumer (child process)', { concurrency: true }, () => {

@@ -202,6 +202,29 @@ describe('interop: SimpleConsumer', () => {
     assert.equal(progressOf(b, group, topic).lag, 0);
   });
 
+  test('after max attempts the message is in the DLQ, which the same client can consume', async () => {
+    const topic = await createTopic(b, 'ScDlq');
+    const group = uniqueName('GScDlq');
+    await b.running.broker.groups.upsert(group, { retryMaxTimes: 2 });
+    const c = await consumer(group, topic, { awaitDuration: 3000 });
+    const [id] = await sendN(topic, 1);
+    // Never acked: each delivery comes back after its invisible time, three in all (retryMaxTimes 2).
+    const deliveries = await receiveN(c, 3, { invisibleMs: MIN_INVISIBLE_MS, ack: false, timeoutMs: 15_000 });
+    assert.deepEqual(
+      deliveries.map((m) => m.deliveryAttempt),
+      [1, 2, 3],
+    );
+    assert.ok(deliveries.every((m) => m.body.toString() === '#0'));
+    // The last attempt expires into the DLQ, not back to the group.
+    assert.deepEqual(await c.receive(1, MIN_INVISIBLE_MS), [], 'no fourth delivery');
+    const dlq = await consumer(group, `%DLQ%${group}`, { awaitDuration: 1000 });
+    const [dead] = await receiveN(dlq, 1, { timeoutMs: 10_000 });
+    assert.ok(dead, 'the dead letter is consumable by the group');
+    assert.equal(dead.messageId, id, 'a dead letter keeps its original message id');
+    assert.equal(dead.body.toString(), '#0');
+    assert.equal(progressOf(b, group, topic).inflight, 0);
+  });
+
   test('an invisible duration below the broker minimum is refused', async () => {
     const topic = await createTopic(b, 'ScIllegal');
     const group = await createGroup(b, 'GScIllegal');

@@ -37,6 +37,10 @@ const OLD_RECORDS = [
   '{"k":"txe","o":42,"r":"c"}',
   '{"k":"txe","o":43,"r":"r"}',
   '{"k":"txk","o":44,"n":3,"at":1700000000789}',
+  '{"k":"user","v":{"username":"alice","password":"s3cret","userType":"Super","userStatus":"enable"}}',
+  '{"k":"user-","name":"bob"}',
+  '{"k":"acl","user":"alice","entries":[{"resource":"Topic:orders","actions":["Pub","Sub"],"sourceIps":["10.0.0.0/8"],"decision":"Allow"}]}',
+  '{"k":"acl-","user":"alice"}',
 ];
 
 test('the record of the retry topic renaming round-trips', () => {

@@ -4,6 +4,14 @@
  * RocketMQ code for an API error, the address and cause when the server cannot be reached.
  */
 import { CliError, ExitCode, codeError, usageError } from '../../common/cli-error.js';
+import { signRequest } from '../../common/signature.js';
+import { ADMIN_AUTHORIZATION_HEADER } from '../acl-auth.js';
+
+/** A user's keys, to sign requests to a broker running with access control. */
+export interface AdminCredentials {
+  accessKey: string;
+  secretKey: string;
+}
 
 /** Where `vela admin` looks for the broker when neither `-n` nor `VELA_ADMIN_ADDR` is given. */
 export const DEFAULT_ADMIN_ADDR = '127.0.0.1:8082';
@@ -41,6 +49,7 @@ export class AdminClient {
     addr: string,
     /** The broker's admin token, sent as `Authorization: Bearer …` when given. */
     private readonly token?: string,
+    private readonly credentials?: AdminCredentials,
   ) {
     this.baseUrl = adminBaseUrl(addr);
   }
@@ -53,8 +62,23 @@ export class AdminClient {
     return this.call<T>('POST', path, body);
   }
 
-  delete<T>(path: string): Promise<T> {
-    return this.call<T>('DELETE', path);
+  put<T>(path: string, body: unknown): Promise<T> {
+    return this.call<T>('PUT', path, body);
+  }
+
+  delete<T>(path: string, query?: Record<string, string | number | undefined>): Promise<T> {
+    return this.call<T>('DELETE', path, undefined, query);
+  }
+
+  private headers(json: boolean): Record<string, string> {
+    const h: Record<string, string> = json ? { 'content-type': 'application/json' } : {};
+    if (this.token) h.authorization = `Bearer ${this.token}`;
+    if (this.credentials) {
+      const signed = signRequest(this.credentials.accessKey, this.credentials.secretKey);
+      h['x-mq-date-time'] = signed.dateTime;
+      h[ADMIN_AUTHORIZATION_HEADER] = signed.authorization;
+    }
+    return h;
   }
 
   private async call<T>(
@@ -69,10 +93,7 @@ export class AdminClient {
     try {
       res = await fetch(url, {
         method,
-        headers: {
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
-        },
+        headers: this.headers(body !== undefined),
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });

@@ -2,12 +2,15 @@
  * `vela admin <command>`: mqadmin's commands, with mqadmin's names and flags, on top of the admin
  * HTTP API. `-n` is the admin HTTP address (mqadmin's name-server flag: with Vela the broker is its own
  * name server); `--json` prints the API's answer instead of the table. Cluster and broker flags
- * (`-c`, `-b`) are accepted and ignored: there is one broker.
+ * (`-c`, `-b`) are accepted and ignored: there is one broker. With access control on, a super user's
+ * keys (`--access-key`/`--secret-key`, or VELA_ACCESS_KEY/VELA_SECRET_KEY) sign every request.
  */
 import { Option, type Command } from 'commander';
 import type { GroupView, TopicView } from '../operations.js';
-import { CliError } from '../../common/cli-error.js';
+import { usageError } from '../../common/cli-error.js';
 import { AdminClient, DEFAULT_ADMIN_ADDR } from './admin-client.js';
+import { registerAclCommands } from './acl-commands.js';
+import { registerMessageCommands } from './message-commands.js';
 import {
   parseAttributes,
   parseBoolean,
@@ -17,13 +20,10 @@ import {
 } from './arguments.js';
 import { formatJson, formatTable } from './table.js';
 import {
-  renderBrokerStatus,
   renderConsumerConnection,
   renderConsumerProgress,
   renderGroupConfig,
   renderGroupList,
-  renderMessageList,
-  renderMessages,
   renderTopicConfig,
   renderTopicList,
   renderTopicRouteTable,
@@ -32,20 +32,28 @@ import {
   renderTransactionStatus,
   type TimerStatus,
   type TransactionStatus,
-  type BrokerInfo,
   type ConsumerConnections,
   type ConsumerProgress,
-  type MessageViews,
   type TopicRoute,
   type TopicStatus,
 } from './render.js';
 
 /** Options every admin command takes. */
-interface CommonOptions {
+export interface CommonOptions {
   namesrvAddr?: string;
   token?: string;
   json?: boolean;
+  accessKey?: string;
+  secretKey?: string;
 }
+
+/** Adds one subcommand: its options, then an action that gets a client and the parsed options. */
+export type SubCommand = <O extends CommonOptions>(
+  name: string,
+  description: string,
+  configure: (cmd: Command) => Command,
+  action: (client: AdminClient, opts: O) => Promise<void>,
+) => void;
 
 const out = (text: string) => void process.stdout.write(text);
 const seg = (name: string) => encodeURIComponent(name);
@@ -59,17 +67,18 @@ export function registerAdminCommands(program: Command): Command {
       'after',
       `\nEvery command takes -n <host:port> (the admin HTTP address; default ${DEFAULT_ADMIN_ADDR} or ` +
         'VELA_ADMIN_ADDR), --token <token> (the admin token, default VELA_ADMIN_TOKEN) and --json ' +
-        '(print the raw JSON answer).\n' +
+        '(print the raw JSON answer); with access control on, a super ' +
+        "user's --access-key and --secret-key (better: VELA_ACCESS_KEY and VELA_SECRET_KEY).\n" +
         'Exit codes: 0 success, 1 the server refused or could not be reached, 2 usage error.',
     );
 
   /** A subcommand with the common options, whose action gets a client and the parsed options. */
-  function sub<O extends CommonOptions>(
+  const sub: SubCommand = <O extends CommonOptions>(
     name: string,
     description: string,
     configure: (cmd: Command) => Command,
     action: (client: AdminClient, opts: O) => Promise<void>,
-  ): void {
+  ): void => {
     const cmd = admin.command(name).description(description);
     configure(cmd);
     cmd
@@ -82,10 +91,27 @@ export function registerAdminCommands(program: Command): Command {
         new Option('--token <token>', "the broker's admin token, when it has one").env('VELA_ADMIN_TOKEN'),
       )
       .option('--json', 'print the raw JSON answer')
+      .addOption(
+        new Option('--access-key <key>', 'access key of a super user (access control on)').env(
+          'VELA_ACCESS_KEY',
+        ),
+      )
+      .addOption(
+        new Option('--secret-key <key>', 'its secret key (prefer the environment variable)').env(
+          'VELA_SECRET_KEY',
+        ),
+      )
       .action(async (opts: O) => {
-        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR, opts.token), opts);
+        if (!opts.accessKey !== !opts.secretKey) {
+          throw usageError('--access-key and --secret-key (VELA_ACCESS_KEY, VELA_SECRET_KEY) go together');
+        }
+        const credentials =
+          opts.accessKey && opts.secretKey
+            ? { accessKey: opts.accessKey, secretKey: opts.secretKey }
+            : undefined;
+        await action(new AdminClient(opts.namesrvAddr ?? DEFAULT_ADMIN_ADDR, opts.token, credentials), opts);
       });
-  }
+  };
 
   const ignored = (cmd: Command, ...flags: string[]) => {
     for (const f of flags)
@@ -394,94 +420,8 @@ export function registerAdminCommands(program: Command): Command {
     },
   );
 
-  // ---- messages -------------------------------------------------------------------------------------
-
-  sub<CommonOptions & { msgId: string; topic?: string }>(
-    'queryMsgById',
-    'show a message by its message ID',
-    (cmd) =>
-      cmd
-        .requiredOption('-i, --msgId <id>', 'message ID')
-        .option('-t, --topic <topic>', 'the topic (narrows the search)'),
-    async (client, o) => {
-      const messages = await client.get<MessageViews>(`/api/messages/${seg(o.msgId)}`, { topic: o.topic });
-      if (messages.length === 0) {
-        throw new CliError(`no message with ID ${o.msgId}${o.topic ? ` in topic ${o.topic}` : ''}`);
-      }
-      out(o.json ? formatJson(messages) : renderMessages(messages));
-    },
-  );
-
-  sub<CommonOptions & { msgKey: string; topic: string; maxNum?: number }>(
-    'queryMsgByKey',
-    'list the messages of a topic that carry a key',
-    (cmd) =>
-      cmd
-        .requiredOption('-k, --msgKey <key>', 'message key')
-        .requiredOption('-t, --topic <topic>', 'topic name')
-        .option('-c, --maxNum <n>', 'at most this many messages (default 32)', parseInteger),
-    async (client, o) => {
-      const messages = await client.get<MessageViews>('/api/messages', {
-        key: o.msgKey,
-        topic: o.topic,
-        limit: o.maxNum,
-      });
-      out(o.json ? formatJson(messages) : renderMessageList(messages));
-    },
-  );
-
-  // ---- dead-letter queues -------------------------------------------------------------------------
-
-  sub<CommonOptions & { consumerGroup: string; offset?: number; maxNum?: number }>(
-    'queryDlqMsg',
-    "list the messages in a consumer group's dead-letter queue (%DLQ%<group>)",
-    (cmd) =>
-      cmd
-        .requiredOption('-g, --consumerGroup <group>', 'consumer group')
-        .option('-o, --offset <n>', 'start at this DLQ offset (default: the oldest)', parseInteger)
-        .option('-c, --maxNum <n>', 'at most this many messages (default 32)', parseInteger),
-    async (client, o) => {
-      const page = await client.get<{ messages: MessageViews; nextOffset: number; maxOffset: number }>(
-        `/api/groups/${encodeURIComponent(o.consumerGroup)}/dlq`,
-        { offset: o.offset, limit: o.maxNum },
-      );
-      out(
-        o.json
-          ? formatJson(page)
-          : `${renderMessageList(page.messages)}\nnext offset ${page.nextOffset} of ${page.maxOffset}`,
-      );
-    },
-  );
-
-  sub<CommonOptions & { consumerGroup: string; msgId?: string }>(
-    'resendDlqMsg',
-    'send dead letters back to their consumer group (one by message id, or all)',
-    (cmd) =>
-      cmd
-        .requiredOption('-g, --consumerGroup <group>', 'consumer group')
-        .option('-i, --msgId <id>', 'only this message (default: every dead letter)'),
-    async (client, o) => {
-      const r = await client.post<{ resent: number }>(
-        `/api/groups/${encodeURIComponent(o.consumerGroup)}/dlq/resend`,
-        {
-          ...(o.msgId ? { messageId: o.msgId } : {}),
-        },
-      );
-      out(o.json ? formatJson(r) : `resent ${r.resent} message(s) to ${o.consumerGroup}`);
-    },
-  );
-
-  // ---- broker ---------------------------------------------------------------------------------------
-
-  sub<CommonOptions>(
-    'brokerStatus',
-    'broker name, counts of topics, groups and clients, and storage figures',
-    (cmd) => cmd.option('-b, --brokerAddr <addr>', 'accepted and ignored (one broker)'),
-    async (client, o) => {
-      const info = await client.get<BrokerInfo>('/api/broker');
-      out(o.json ? formatJson(info) : renderBrokerStatus(info));
-    },
-  );
+  registerMessageCommands(sub);
+  registerAclCommands(sub);
 
   return admin;
 }

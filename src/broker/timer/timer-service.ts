@@ -14,6 +14,10 @@
  *
  * The index is written behind the log and rebuilt from it: the checkpoint names the timer-topic
  * offset up to which the index has every entry, and opening re-indexes the records after it.
+ *
+ * One file on purpose: the prepare and deliver stages, recall and recovery share one set of private
+ * state (the loaded slabs, the ready list, the checkpoint) whose invariants are checked in one place;
+ * the record formats (schedule-records.ts) and the on-disk index (store/schedule-index.ts) are apart.
  */
 import type { FlushPolicy, TimerSettings } from '../../common/config.js';
 import type { Clock } from '../../common/clock.js';
@@ -29,6 +33,7 @@ import {
   type ScheduleEntry,
   type StoredMessage,
 } from '../../store/index.js';
+import { TimerFigures } from './timer-figures.js';
 import { SerialExecutor } from '../../common/serial-executor.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { ScheduleHeap, type HeapEntry } from './schedule-heap.js';
@@ -140,6 +145,8 @@ export class TimerService {
   private checkpointing: Promise<void> | null = null;
   /** Deliveries since start (copies appended to real topics). */
   delivered = 0;
+  /** Per-topic counts and latencies since start, for the metrics. */
+  readonly figures = new TimerFigures();
   recovery: TimerRecovery = { scheduled: 0, slabs: 0, reindexed: 0, durationMs: 0 };
 
   private constructor(
@@ -220,9 +227,11 @@ export class TimerService {
     const entries: ScheduleEntry[] = [];
     const handles: string[] = [];
     let earliest = Infinity;
+    const now = this.clock.now();
     for (const { input, result } of records) {
       const due = input.deliveryTimestamp ?? 0;
-      const label = this.index.labelOf(input.properties?.[REAL_TOPIC] ?? '');
+      const realTopic = input.properties?.[REAL_TOPIC] ?? '';
+      const label = this.index.labelOf(realTopic);
       if (label === undefined) throw new Error(`timer: topic of ${input.messageId} was not prepared`);
       const e = { due, position: result.logPosition, label };
       entries.push(e);
@@ -231,6 +240,7 @@ export class TimerService {
         this.indexed = { offset: result.queueOffset + 1, position: result.logPosition + result.size };
       }
       if (due < earliest) earliest = due;
+      this.figures.scheduled(realTopic, due - now);
       handles.push(encodeRecallHandle({ due, position: result.logPosition, messageId: input.messageId }));
     }
     this.index.add(entries);
@@ -406,7 +416,10 @@ export class TimerService {
     for (const i of inputs) this.readyBytes -= i.body.length;
     const appended = inputs.length > 0 ? this.store.append(inputs) : Promise.resolve([]);
     const done = appended.then(
-      () => this.settleDelivery(batch, inputs.length),
+      () => {
+        for (const r of batch) if (r.input) this.figures.delivered(r.input.topic, now - r.due);
+        return this.settleDelivery(batch, inputs.length);
+      },
       (err: unknown) => {
         // Nothing of the batch is stored: try again a little later.
         this.ready = mergeByDue(batch, this.ready);

@@ -25,6 +25,7 @@ import { ClientType, type SessionRegistry } from '../sessions.js';
 import type { StateJournal, StateParticipant, StateRecord } from '../state-journal.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { REAL_TOPIC, realQueueOf } from '../timer/schedule-records.js';
+import { TransactionFigures } from '../timer/timer-figures.js';
 import {
   CHECK_IMMUNITY_TIME,
   HALF_OFFSET,
@@ -203,13 +204,13 @@ export class TransactionService implements StateParticipant {
   }
 
   private async finish(tx: OpenTransaction, how: 'c' | 'r'): Promise<void> {
+    const end = how === 'c' ? 'commit' : 'rollback';
+    const wasOpen = this.open.get(tx.offset) === tx;
     // Applied by the journal once durable (`apply` closes it), so that a snapshot taken meanwhile
     // never stands past the end with the transaction still open.
-    await this.journal.commit({
-      kind: 'txEnded',
-      offset: tx.offset,
-      how: how === 'c' ? 'commit' : 'rollback',
-    });
+    await this.journal.commit({ kind: 'txEnded', offset: tx.offset, how: end });
+    if (wasOpen && !this.open.has(tx.offset))
+      this.figures.ended(tx.topic, end, this.clock.now() - tx.storedAt);
   }
 
   /** An end for a transaction that is not open: the same answer again, or a refusal. */
@@ -364,6 +365,9 @@ export class TransactionService implements StateParticipant {
     if (!tx || tx.position !== id!.position) return undefined;
     return { topic: tx.topic, messageId: tx.messageId, storedAt: tx.storedAt, checks: tx.checks };
   }
+
+  /** Commits, rollbacks and their latency since start, per topic (metrics). */
+  readonly figures = new TransactionFigures();
 
   get openCount(): number {
     return this.open.size;

@@ -1,9 +1,57 @@
 /**
- * The admin JSON API as the console calls it: same origin, JSON bodies for every change, and the
- * admin token (when the broker has one) as a Bearer header, kept for this browser tab only.
+ * The admin JSON API as the console calls it: same origin, JSON bodies for every change, the admin
+ * token (when the broker has one) as a Bearer header and, when the broker runs with access control,
+ * each request signed with a super user's keys (RocketMQ's HMAC-SHA1 signature, computed here with
+ * WebCrypto). Token and keys are kept for this browser tab only.
  */
+import { authorizationValue, formatDateTime } from '../../common/signature-format.js';
 
 const TOKEN_KEY = 'vela.adminToken';
+const KEYS_KEY = 'vela.aclKeys';
+
+/** A user's keys (access control on). */
+export interface AclKeys {
+  accessKey: string;
+  secretKey: string;
+}
+
+export function aclKeys(): AclKeys | null {
+  try {
+    const k = JSON.parse(sessionStorage.getItem(KEYS_KEY) ?? 'null') as AclKeys | null;
+    return k && typeof k.accessKey === 'string' && typeof k.secretKey === 'string' ? k : null;
+  } catch {
+    return null;
+  }
+}
+
+export function setAclKeys(keys: AclKeys | null): void {
+  if (keys) sessionStorage.setItem(KEYS_KEY, JSON.stringify(keys));
+  else sessionStorage.removeItem(KEYS_KEY);
+}
+
+/** The headers that sign a request made now (as `vela admin` and the SDK sign theirs). */
+async function signed(keys: AclKeys): Promise<Record<string, string>> {
+  if (!globalThis.crypto?.subtle) {
+    throw new ApiError(
+      'signing requests needs WebCrypto: open the console over HTTPS or on a loopback address',
+      0,
+    );
+  }
+  const utf8 = new TextEncoder();
+  const dateTime = formatDateTime(Date.now());
+  const key = await crypto.subtle.importKey(
+    'raw',
+    utf8.encode(keys.secretKey),
+    { name: 'HMAC', hash: 'SHA-1' },
+    false,
+    ['sign'],
+  );
+  const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, utf8.encode(dateTime)));
+  const hex = Array.from(mac, (b) => b.toString(16).padStart(2, '0'))
+    .join('')
+    .toUpperCase();
+  return { 'x-mq-date-time': dateTime, 'x-vela-authorization': authorizationValue(keys.accessKey, hex) };
+}
 
 export class ApiError extends Error {
   constructor(
@@ -25,9 +73,12 @@ export function setToken(value: string): void {
   else sessionStorage.removeItem(TOKEN_KEY);
 }
 
-/** Listeners told when the API asks for a token (401). */
-const unauthorized = new Set<() => void>();
-export function onUnauthorized(fn: () => void): () => void {
+/** What a 401 asks for: the admin token, or a user's keys (access control). */
+export type Credential = 'token' | 'keys';
+
+/** Listeners told when the API asks for a token or keys (401). */
+const unauthorized = new Set<(what: Credential) => void>();
+export function onUnauthorized(fn: (what: Credential) => void): () => void {
   unauthorized.add(fn);
   return () => unauthorized.delete(fn);
 }
@@ -37,6 +88,8 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   if (body !== undefined) headers['content-type'] = 'application/json';
   const t = token();
   if (t) headers.authorization = `Bearer ${t}`;
+  const keys = aclKeys();
+  if (keys) Object.assign(headers, await signed(keys));
   const res = await fetch(path, {
     method,
     headers,
@@ -51,7 +104,10 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   }
   if (!res.ok) {
     const e = (json ?? {}) as { message?: string; code?: number; error?: string };
-    if (res.status === 401) for (const fn of unauthorized) fn();
+    if (res.status === 401) {
+      const what: Credential = e.error === 'ACL_UNAUTHORIZED' ? 'keys' : 'token';
+      for (const fn of unauthorized) fn(what);
+    }
     throw new ApiError(e.message ?? `HTTP ${res.status}`, res.status, e.code, e.error);
   }
   return json as T;

@@ -1,12 +1,13 @@
 /**
  * The Vela console: a single-page app on the admin HTTP API (hash routes: overview, topics, consumer
- * groups, a group, messages). When the broker has an admin token, the first 401 asks for it; it is
- * kept in this tab's session storage only.
+ * groups, a group, messages). When the broker has an admin token, the first 401 asks for it; with
+ * access control on, it asks for a super user's keys and signs every request. Both are kept in this
+ * tab's session storage only.
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
-import { onUnauthorized, setToken, token } from './api.js';
+import { aclKeys, onUnauthorized, setAclKeys, setToken, token, type Credential } from './api.js';
 import { useRoute } from './hooks.js';
 import { OverviewPage } from './pages/overview.js';
 import { TopicsPage } from './pages/topics.js';
@@ -47,6 +48,53 @@ function TokenPrompt(props: { onSaved: () => void; wrong: boolean }) {
   );
 }
 
+function KeysPrompt(props: { onSaved: () => void; wrong: boolean }) {
+  const [accessKey, setAccessKey] = useState(aclKeys()?.accessKey ?? '');
+  const [secretKey, setSecretKey] = useState('');
+  return (
+    <div class="token-prompt" role="dialog" aria-label="Access keys">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          setAclKeys({ accessKey: accessKey.trim(), secretKey });
+          props.onSaved();
+        }}
+      >
+        <h2>This broker runs with access control</h2>
+        <p>
+          Sign in with a super user's access key and secret key (<code>vela admin createUser -t Super</code>).
+          Requests are signed in the browser; the keys are kept in this browser tab only.
+        </p>
+        {props.wrong ? <p class="error">Those keys were refused.</p> : null}
+        <label>
+          Access key{' '}
+          <input
+            name="accessKey"
+            autocomplete="off"
+            value={accessKey}
+            onInput={(e) => setAccessKey((e.target as HTMLInputElement).value)}
+            required
+          />
+        </label>{' '}
+        <label>
+          Secret key{' '}
+          <input
+            type="password"
+            name="secretKey"
+            autocomplete="off"
+            value={secretKey}
+            onInput={(e) => setSecretKey((e.target as HTMLInputElement).value)}
+            required
+          />
+        </label>{' '}
+        <button class="primary" type="submit">
+          Sign in
+        </button>
+      </form>
+    </div>
+  );
+}
+
 const NAV: [string, string][] = [
   ['', 'Overview'],
   ['topics', 'Topics'],
@@ -56,9 +104,13 @@ const NAV: [string, string][] = [
 
 function App() {
   const { path, query } = useRoute();
-  const [needToken, setNeedToken] = useState(false);
+  const [need, setNeed] = useState<Credential | null>(null);
   const [generation, setGeneration] = useState(0);
-  useEffect(() => onUnauthorized(() => setNeedToken(true)), []);
+  useEffect(() => onUnauthorized((what) => setNeed(what)), []);
+  const saved = () => {
+    setNeed(null);
+    setGeneration((g) => g + 1);
+  };
   const section = path[0] ?? '';
   let page;
   if (section === 'topics') page = <TopicsPage />;
@@ -90,17 +142,21 @@ function App() {
             Forget token
           </button>
         ) : null}
+        {aclKeys() ? (
+          <button
+            class="link"
+            onClick={() => {
+              setAclKeys(null);
+              setGeneration((g) => g + 1);
+            }}
+          >
+            Sign out
+          </button>
+        ) : null}
       </header>
       <main key={generation}>{page}</main>
-      {needToken ? (
-        <TokenPrompt
-          wrong={!!token()}
-          onSaved={() => {
-            setNeedToken(false);
-            setGeneration((g) => g + 1);
-          }}
-        />
-      ) : null}
+      {need === 'token' ? <TokenPrompt wrong={!!token()} onSaved={saved} /> : null}
+      {need === 'keys' ? <KeysPrompt wrong={!!aclKeys()} onSaved={saved} /> : null}
     </>
   );
 }

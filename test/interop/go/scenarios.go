@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +16,11 @@ import (
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 )
+
+// codeName finds the status in the text of an error that wraps an ErrRpcStatus with %v.
+var codeName = regexp.MustCompile(`CODE: ([A-Z_]+),`)
 
 const (
 	// await is the simple consumers' long-polling time.
@@ -57,6 +62,8 @@ func runScenario(o *options, r run) (obj, error) {
 		return pushFifo(o, r)
 	case "push-shutdown":
 		return pushShutdown(o, r)
+	case "acl-refused":
+		return aclRefused(o, r)
 	}
 	return nil, fmt.Errorf("unknown scenario %s", r.scenario)
 }
@@ -170,6 +177,11 @@ func outcomeOf(err error) obj {
 	var status *rmq.ErrRpcStatus
 	if errors.As(err, &status) {
 		out["code"] = status.GetCode()
+	} else if m := codeName.FindStringSubmatch(err.Error()); m != nil {
+		// Start wraps the status with %v: only its text ("CODE: FORBIDDEN, ...") is left.
+		if code, ok := v2.Code_value[m[1]]; ok {
+			out["code"] = code
+		}
 	}
 	return out
 }
@@ -710,4 +722,29 @@ func pushShutdown(o *options, r run) (obj, error) {
 	}
 	closeMs := time.Since(t).Milliseconds()
 	return obj{"sent": sent, "calls": log.snapshot(), "closeMs": closeMs}, nil
+}
+
+// ---- access control ------------------------------------------------------------------------------
+
+// aclRefused runs with access control on: a producer signing with a wrong secret key, and one
+// signing right but sending to a topic outside the user's rights (the run's topic).
+func aclRefused(o *options, r run) (obj, error) {
+	wrong := *o
+	wrong.secretKey = o.secretKey + "-wrong"
+	return obj{"wrongSignature": attemptSend(&wrong, r.topic), "forbiddenTopic": attemptSend(o, r.topic)}, nil
+}
+
+// attemptSend starts a producer for `topic` and sends one message to it. The refusal comes at
+// Start (its route query), whose error wraps the status as text (G7).
+func attemptSend(o *options, topic string) obj {
+	p, err := rmq.NewProducer(config(o, ""), rmq.WithTopics(topic))
+	if err != nil {
+		return outcomeOf(err)
+	}
+	if err := p.Start(); err != nil {
+		return outcomeOf(err)
+	}
+	defer p.GracefulStop()
+	_, err = p.Send(context.Background(), message(topic, "refused"))
+	return outcomeOf(err)
 }

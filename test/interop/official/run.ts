@@ -54,7 +54,7 @@ export function runProgram(
   program: ClientProgram,
   connection: Connection,
   runs: ScenarioRun[],
-  opts: { logDir: string; timeoutMs: number },
+  opts: { logDir: string; timeoutMs: number; env?: Record<string, string> },
 ): Promise<ProgramRun> {
   const launch = program.launch(opts.logDir);
   const args = [
@@ -66,7 +66,7 @@ export function runProgram(
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(launch.command, args, {
-      env: { ...process.env, ...launch.env },
+      env: { ...process.env, ...launch.env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const results = new Map<string, ScenarioResult>();

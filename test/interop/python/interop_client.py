@@ -515,6 +515,27 @@ def push_shutdown(o, topic, group):
         shutdown(p)
 
 
+# ---- access control --------------------------------------------------------------------------------
+
+def attempt_send(o, topic):
+    """A producer without topics (so its start-up needs no route) sends one message to `topic`."""
+    p = Producer(config(o), (), tls_enable=o.tls)
+    try:
+        p.startup()
+        return outcome(lambda: p.send(message(topic, "refused")))
+    except Exception as e:  # noqa: BLE001 - a refused start-up is an outcome too
+        return {"ok": False, "code": getattr(e, "code", None), "error": f"{type(e).__name__}: {e}"}
+    finally:
+        shutdown(p)
+
+
+def acl_refused(o, topic, group):
+    """With access control on: a wrong secret key, and a topic outside the user's rights."""
+    wrong = Options.__new__(Options)
+    wrong.__dict__.update(o.__dict__, secret_key=f"{o.secret_key}-wrong")
+    return {"wrongSignature": attempt_send(wrong, topic), "forbiddenTopic": attempt_send(o, topic)}
+
+
 SCENARIOS = {
     "producer-normal": producer_normal,
     "producer-fifo": producer_fifo,
@@ -530,6 +551,7 @@ SCENARIOS = {
     "push-retry": push_retry,
     "push-fifo": push_fifo,
     "push-shutdown": push_shutdown,
+    "acl-refused": acl_refused,
 }
 
 

@@ -51,6 +51,18 @@ final class Options {
         return o;
     }
 
+    /** The same connection signing with another secret key (for the refusal scenarios). */
+    Options withSecretKey(String secret) {
+        Options o = new Options();
+        o.endpoint = endpoint;
+        o.tls = tls;
+        o.accessKey = accessKey;
+        o.secretKey = secret;
+        o.namespace = namespace;
+        o.timeoutMs = timeoutMs;
+        return o;
+    }
+
     private static String value(String[] args, int i, String name) {
         if (i >= args.length) {
             throw new IllegalArgumentException(name + " needs a value");

@@ -66,6 +66,7 @@ final class Scenarios {
             case "push-retry" -> pushRetry(o, r);
             case "push-fifo" -> pushFifo(o, r);
             case "push-shutdown" -> pushShutdown(o, r);
+            case "acl-refused" -> aclRefused(o, r);
             default -> throw new IllegalArgumentException("unknown scenario " + r.scenario());
         };
     }
@@ -151,12 +152,21 @@ final class Scenarios {
         return t.getClass().getSimpleName() + ": " + t.getMessage();
     }
 
-    /** A refused call: the RocketMQ status code (the Java client puts it in the message) and the error. */
+    /**
+     * A refused call: the RocketMQ status code (the Java client puts it in the message, of the
+     * exception or of one it wraps) and the error.
+     */
     static Map<String, Object> failure(Throwable t) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("ok", false);
-        Matcher matcher = CODE.matcher(String.valueOf(t.getMessage()));
-        m.put("code", matcher.find() ? Integer.parseInt(matcher.group(1)) : null);
+        Integer code = null;
+        for (Throwable c = t; c != null && code == null; c = c.getCause()) {
+            Matcher matcher = CODE.matcher(String.valueOf(c.getMessage()));
+            if (matcher.find()) {
+                code = Integer.parseInt(matcher.group(1));
+            }
+        }
+        m.put("code", code);
         m.put("error", describe(t));
         return m;
     }
@@ -550,5 +560,27 @@ final class Scenarios {
         }
         out.put("closeMs", closeMs);
         return out;
+    }
+
+    // ---- access control ---------------------------------------------------------------------
+
+    /**
+     * With access control on: a producer signing with a wrong secret key, and one signing right but
+     * sending to a topic outside the user's rights (the run's topic). Both sends must be refused.
+     */
+    static Map<String, Object> aclRefused(Options o, Options.Run r) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("wrongSignature", attemptSend(o.withSecretKey(o.secretKey + "-wrong"), r.topic()));
+        out.put("forbiddenTopic", attemptSend(o, r.topic()));
+        return out;
+    }
+
+    static Map<String, Object> attemptSend(Options o, String topic) {
+        try (Producer p = PROVIDER.newProducerBuilder().setClientConfiguration(config(o)).build()) {
+            p.send(message(topic, "refused").build());
+            return success();
+        } catch (Throwable t) {
+            return failure(t);
+        }
     }
 }

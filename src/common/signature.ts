@@ -1,0 +1,32 @@
+/**
+ * RocketMQ's request signature (ACL 2.0, gRPC): the `x-mq-date-time` header
+ * (`yyyyMMdd'T'HHmmss'Z'`) signed with HMAC-SHA1 keyed by the secret key, sent in hex as
+ * `authorization: MQv2-HMAC-SHA1 Credential=<AccessKey>, SignedHeaders=x-mq-date-time, Signature=<hex>`.
+ * One implementation for everything that signs (the SDK, `vela admin`) and for the broker, which
+ * recomputes it to verify. The formatting (no crypto) is in signature-format.ts, which the web console
+ * shares.
+ */
+import { createHmac } from 'node:crypto';
+
+export {
+  SIGNATURE_ALGORITHM,
+  DATE_TIME_HEADER,
+  formatDateTime,
+  authorizationValue,
+} from './signature-format.js';
+import { authorizationValue, formatDateTime } from './signature-format.js';
+
+/** HMAC-SHA1 of `content` keyed with the UTF-8 secret, in uppercase hex (as the Java and Node clients send it). */
+export function signContent(secretKey: string, content: string): string {
+  return createHmac('sha1', secretKey).update(content, 'utf8').digest('hex').toUpperCase();
+}
+
+/** The two headers that sign a request made now: `x-mq-date-time` and the authorization value. */
+export function signRequest(
+  accessKey: string,
+  secretKey: string,
+  nowMs: number = Date.now(),
+): { dateTime: string; authorization: string } {
+  const dateTime = formatDateTime(nowMs);
+  return { dateTime, authorization: authorizationValue(accessKey, signContent(secretKey, dateTime)) };
+}

@@ -10,10 +10,10 @@
  * hundreds. The RocketMQ proxy does the same in its test mode (a self-signed certificate).
  */
 import { X509Certificate, createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { isIP } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from '../../common/logger.js';
 
 export interface TlsCertificate {
@@ -100,10 +100,23 @@ function check(cert: string, key: string, certFile: string): string {
   return x509.fingerprint256;
 }
 
+/** Write, fsync, rename, fsync the directory: after a power cut the file is whole or absent. */
 async function writeAtomically(file: string, text: string, mode: number): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}`;
-  await writeFile(tmp, text, { mode });
+  const fh = await open(tmp, 'w', mode);
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
   await rename(tmp, file);
+  const dir = await open(dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
 }
 
 /** A self-signed ECDSA P-256 certificate for `hosts` plus the loopback names. */

@@ -1,5 +1,7 @@
 /**
  * Broker CPU per message (not a test): `node --import tsx bench/broker-cpu.ts [root] [messages]`.
+ * Prints the send phase and the receive + ack phase separately. With VELA_CPU_PROF=<dir> the broker
+ * runs with `--cpu-prof` and writes its profile there.
  *
  * Starts the broker of the checkout at `root` (default: this one) in a child process, sends
  * `messages` 1 KiB messages through the SDK (64 concurrent sends), consumes and acks them all (simple
@@ -20,14 +22,29 @@ const N = Number(process.argv[3] ?? 40_000);
 const TICK = 100; // USER_HZ
 
 function cpuMs(pid: number): number {
+  const [user, sys] = cpuSplitMs(pid);
+  return user + sys;
+}
+
+/** User and system CPU time of a process (ms). */
+function cpuSplitMs(pid: number): [number, number] {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / TICK;
+  return [(Number(f[11]) * 1000) / TICK, (Number(f[12]) * 1000) / TICK];
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'vela-cpu-'));
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', join(root, 'bench/broker-child.ts'), 'broker', dir],
+  [
+    ...(process.env.VELA_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.VELA_CPU_PROF}`] : []),
+    ...(process.env.VELA_BROKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
+    '--import',
+    'tsx',
+    join(root, 'bench/broker-child.ts'),
+    'broker',
+    dir,
+    process.env.VELA_BROKER_CONFIG ?? '{}',
+  ],
   {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -54,6 +71,7 @@ try {
   await consumer.start();
   await consumer.receive(1, 30_000); // the group exists before the measured part
   const body = Buffer.alloc(1024, 0x61);
+  const split0 = cpuSplitMs(child.pid!);
   const before = cpuMs(child.pid!);
   let next = 0;
   await Promise.all(
@@ -64,16 +82,32 @@ try {
       }
     }),
   );
+  const sent = cpuMs(child.pid!);
   let got = 0;
   while (got < N) {
     const batch = await consumer.receive(32, 30_000);
     got += batch.length;
     await Promise.all(batch.map((m) => consumer.ack(m)));
   }
-  const used = cpuMs(child.pid!) - before;
+  const end = cpuMs(child.pid!);
+  const split1 = cpuSplitMs(child.pid!);
+  const used = end - before;
+  const us = (ms: number) => ((ms * 1000) / N).toFixed(1);
   console.log(
-    `${root}: ${N} messages sent, received and acked; broker CPU ${used.toFixed(0)} ms = ${((used * 1000) / N).toFixed(1)} µs per message`,
+    `${root}: ${N} messages sent, received and acked; broker CPU ${used.toFixed(0)} ms = ${us(used)} µs per message ` +
+      `(send ${us(sent - before)} µs, receive + ack ${us(end - sent)} µs; ` +
+      `user ${us(split1[0] - split0[0])} µs, system ${us(split1[1] - split0[1])} µs)`,
   );
+  if (process.env.VELA_CPU_THREADS) {
+    const { readdirSync } = await import('node:fs');
+    for (const t of readdirSync(`/proc/${child.pid}/task`)) {
+      const comm = readFileSync(`/proc/${child.pid}/task/${t}/comm`, 'utf8').trim();
+      const f = readFileSync(`/proc/${child.pid}/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      console.log(
+        `  thread ${t} ${comm}: user ${(Number(f[11]) * 10).toFixed(0)} ms, system ${(Number(f[12]) * 10).toFixed(0)} ms`,
+      );
+    }
+  }
   await consumer.close();
   await producer.close();
 } finally {

@@ -40,10 +40,11 @@ test('outcomes go to the delivery they belong to, with what follows', () => {
       [2, 'ACKED', undefined, 12],
     ],
   );
-  assert.deepEqual(
-    h.of('B').map((r) => r.outcome),
-    ['ACKED'],
-  );
+  assert.deepEqual(h.of('B'), [{ ...rec({ queueOffset: 6 }), outcome: 'ACKED', settledAt: 10 }]);
+  h.noted('P', rec({ via: 'PULL', retry: true, clientId: 'c2', outcome: 'PULLED', queueId: 3, at: 7 }));
+  assert.deepEqual(h.of('P'), [
+    rec({ via: 'PULL', retry: true, clientId: 'c2', outcome: 'PULLED', queueId: 3, at: 7 }),
+  ]);
   // A settle for a delivery it does not know changes nothing.
   h.settled('G', 'T', [{ source: 0, queueId: 3, offset: 9 }], 'ACKED', 13);
   assert.equal(h.of('nope').length, 0);

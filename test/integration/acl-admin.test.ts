@@ -55,6 +55,7 @@ describe('ACL administration', { timeout: 120_000 }, () => {
       dataDir: dir.path,
       grpcPort: 0,
       httpPort: 0,
+      remotingPort: 0,
       aclEnabled: true,
       aclInitUser: `${SUPER.accessKey}:${SUPER.secretKey}`,
       logger,

@@ -25,7 +25,13 @@ const body = (m: Any) => m.body.toString() as string;
 before(async () => {
   dir = tempDir('vela-first-contact-');
   // Nothing but the ports and a small segment size (for the retention case) changed from the defaults.
-  running = await startBroker({ dataDir: dir.path, grpcPort: 0, httpPort: 0, store: { segmentSize: 4096 } });
+  running = await startBroker({
+    dataDir: dir.path,
+    grpcPort: 0,
+    httpPort: 0,
+    remotingPort: 0,
+    store: { segmentSize: 4096 },
+  });
   client = new RawClient(`127.0.0.1:${running.grpcPort}`);
 });
 after(async () => {

@@ -20,7 +20,13 @@ before(async () => {
   dir = tempDir('vela-quick-start-');
   // The defaults, except free ports and a shorter longest poll: the push consumer's shutdown waits
   // for its poll in flight (push-consumer.test.ts).
-  running = await startBroker({ dataDir: dir.path, grpcPort: 0, httpPort: 0, consume: { maxPollMs: 2000 } });
+  running = await startBroker({
+    dataDir: dir.path,
+    grpcPort: 0,
+    httpPort: 0,
+    remotingPort: 0,
+    consume: { maxPollMs: 2000 },
+  });
   endpoints = `127.0.0.1:${running.grpcPort}`;
   // `vela admin updateTopic -t TopicTest` (RocketMQ's quick start: `mqadmin updateTopic`).
   const r = await fetch(`http://127.0.0.1:${running.httpPort}/api/topics`, {

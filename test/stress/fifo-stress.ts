@@ -92,6 +92,7 @@ export async function runFifoStress(o: FifoStressOptions): Promise<FifoStressRep
   const settings = {
     dataDir: dir.path,
     httpPort: 0,
+    remotingPort: 0,
     consume: { minInvisibleMs: 50, maxPollMs: 300 },
     shutdownGraceMs: 200,
   };

@@ -80,6 +80,9 @@ export class Revive {
    * again one fsync earlier — a redelivery gets out that much sooner.
    */
   async fail(s: GroupTopicState, failures: readonly Failure[]): Promise<{ durable: Promise<void> }> {
+    // Forgotten while this waited its turn (its group or topic was deleted, its retry topic purged):
+    // a retry written now would outlive the purge and reach a group created under the same name.
+    if (!this.ctx.states.isLive(s)) return { durable: Promise.resolve() };
     const journalled: Promise<void>[] = [];
     for (let i = 0; i < failures.length; i += FAIL_CHUNK)
       await this.failChunk(s, failures.slice(i, i + FAIL_CHUNK), journalled);

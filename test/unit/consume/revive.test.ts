@@ -2,7 +2,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bodyOf, openCore, type Core } from './harness.js';
-import { dlqTopicOf, retryTopicOf } from '../../../src/broker/consume/retry-records.js';
+import { RETRY_QUEUES, dlqTopicOf, retryTopicOf } from '../../../src/broker/consume/retry-records.js';
 
 let core: Core;
 before(async () => {
@@ -85,4 +85,19 @@ test('FIFO: a failed head waits the fixed interval in place, then goes before th
   assert.equal(core.progress.progress(group, topic)[0]!.ready, 0);
   await core.acks.ackMany(group, topic, [again!.receiptHandle]);
   assert.deepEqual((await core.receive(group, topic)).map(bodyOf), ['A1']);
+});
+
+test('an expiry whose state was forgotten meanwhile (group or topic deleted) writes no retry', async () => {
+  const { topic, group } = await setup();
+  await core.send([{ topic, messageId: 'GONE-1', body: Buffer.from('x') }]);
+  await core.receive(group, topic, { invisibleMs: 500 });
+  core.clock.advance(500);
+  core.ctx.heap.fireDue(); // the expiry is gathered; failing it waits for the next turn of the loop
+  core.ctx.states.delete(group, topic); // what deleting the group does, serialized, meanwhile
+  await new Promise((r) => setImmediate(r));
+  await core.ctx.drain();
+  const rt = retryTopicOf(group, topic);
+  let stored = 0;
+  for (let q = 0; q < RETRY_QUEUES; q++) stored += core.store.queueState(rt, q).maxOffset;
+  assert.equal(stored, 0, 'a retry written now would outlive the purge of the retry topic');
 });

@@ -28,6 +28,18 @@ const (
 	// shortInvisible is the shortest invisible time the test broker accepts.
 	shortInvisible = 1 * time.Second
 	longInvisible  = 30 * time.Second
+	// shortAwait is a shorter long poll, for scenarios that show that nothing arrives within a time.
+	shortAwait = 500 * time.Millisecond
+	// delay is how far ahead delay messages are due; delayWait how long after their time they are
+	// waited for.
+	delay     = 2 * time.Second
+	delayWait = 8 * time.Second
+	// drain is how long receiving goes on to show that nothing else comes.
+	drain = 1500 * time.Millisecond
+	// halfWait is how long half messages are shown to be invisible; txWait how long committed and
+	// checked transactions are waited for.
+	halfWait = 500 * time.Millisecond
+	txWait   = 10 * time.Second
 )
 
 type obj = map[string]any
@@ -44,6 +56,10 @@ func runScenario(o *options, r run) (obj, error) {
 		return producerTags(o, r)
 	case "producer-properties":
 		return producerProperties(o, r)
+	case "producer-delay":
+		return producerDelay(o, r)
+	case "producer-transaction":
+		return producerTransaction(o, r)
 	case "simple-receive":
 		return simpleReceive(o, r)
 	case "simple-ack":
@@ -91,8 +107,12 @@ func producer(o *options, topic string) (rmq.Producer, error) {
 }
 
 func simpleConsumer(o *options, group, topic, filter string) (rmq.SimpleConsumer, error) {
+	return simpleConsumerAwaiting(o, group, topic, filter, await)
+}
+
+func simpleConsumerAwaiting(o *options, group, topic, filter string, awaitDuration time.Duration) (rmq.SimpleConsumer, error) {
 	c, err := rmq.NewSimpleConsumer(config(o, group),
-		rmq.WithSimpleAwaitDuration(await),
+		rmq.WithSimpleAwaitDuration(awaitDuration),
 		rmq.WithSimpleSubscriptionExpressions(map[string]*rmq.FilterExpression{
 			topic: rmq.NewFilterExpression(filter),
 		}))
@@ -320,6 +340,187 @@ func producerProperties(o *options, r run) (obj, error) {
 	}
 	s["properties"] = props
 	return obj{"sent": []obj{s}}, nil
+}
+
+// producerDelay sends a DELAY message due `delay` from now, and a second one it recalls before its
+// time. The consumer polls from before the send until the first arrives, then a little longer (the
+// recalled one, due at the same time, would come then); recalling the delivered one is refused.
+func producerDelay(o *options, r run) (obj, error) {
+	c, err := simpleConsumerAwaiting(o, r.group, r.topic, "*", shortAwait)
+	if err != nil {
+		return nil, err
+	}
+	defer c.GracefulStop()
+	p, err := producer(o, r.topic)
+	if err != nil {
+		return nil, err
+	}
+	defer p.GracefulStop()
+	due := time.Now().Add(delay)
+	receipts := map[string]obj{}
+	handles := map[string]string{}
+	for _, b := range []string{"delay-kept", "delay-gone"} {
+		m := message(r.topic, b)
+		m.SetDelayTimestamp(due)
+		rs, err := p.Send(context.Background(), m)
+		if err != nil {
+			return nil, err
+		}
+		receipts[b] = obj{"messageId": rs[0].MessageID, "body": b, "recallHandle": rs[0].RecallHandle}
+		handles[b] = rs[0].RecallHandle
+	}
+	recall := obj{}
+	if id, err := p.Recall(context.Background(), r.topic, handles["delay-gone"]); err != nil {
+		recall = outcomeOf(err)
+	} else {
+		recall = obj{"messageId": id, "atMs": time.Now().UnixMilli()}
+	}
+	firstPoll := time.Now()
+	var received []obj
+	emptyPolls := 0
+	until := due.Add(delayWait)
+	for len(received) == 0 && time.Now().Before(until) {
+		got, err := receive(c, 2, longInvisible)
+		at := time.Now()
+		if err != nil {
+			return nil, err
+		}
+		if len(got) == 0 {
+			emptyPolls++
+		}
+		for _, v := range got {
+			if err := c.Ack(context.Background(), v); err != nil {
+				return nil, err
+			}
+			received = append(received, delayed(v, at))
+		}
+	}
+	// Anything else (the recalled message) would be due now too.
+	drainUntil := time.Now().Add(drain)
+	for time.Now().Before(drainUntil) {
+		got, err := receive(c, 2, longInvisible)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range got {
+			if err := c.Ack(context.Background(), v); err != nil {
+				return nil, err
+			}
+			received = append(received, delayed(v, time.Now()))
+		}
+	}
+	_, err = p.Recall(context.Background(), r.topic, handles["delay-kept"])
+	return obj{
+		"deliveryTimestamp":   due.UnixMilli(),
+		"kept":                receipts["delay-kept"],
+		"gone":                receipts["delay-gone"],
+		"recall":              recall,
+		"firstPollMs":         firstPoll.UnixMilli(),
+		"emptyPolls":          emptyPolls,
+		"received":            received,
+		"recallAfterDelivery": outcomeOf(err),
+	}, nil
+}
+
+// delayed is a delivered delay message: its view, its delivery time and when the consumer got it.
+func delayed(v *rmq.MessageView, at time.Time) obj {
+	out := view(v)
+	out["deliveryTimestamp"] = nil
+	if t := v.GetDeliveryTimestamp(); t != nil {
+		out["deliveryTimestamp"] = t.UnixMilli()
+	}
+	out["receivedAtMs"] = at.UnixMilli()
+	return out
+}
+
+// producerTransaction: two transactions left open (the broker's orphan check asks this producer's
+// checker, which answers from the "local transaction state": commit one, roll back the other), one
+// committed and one rolled back by the application. Nothing is visible before its end; the
+// committed ones are delivered once.
+func producerTransaction(o *options, r run) (obj, error) {
+	local := map[string]rmq.TransactionResolution{
+		"tx-commit":          rmq.COMMIT,
+		"tx-rollback":        rmq.ROLLBACK,
+		"tx-orphan-commit":   rmq.COMMIT,
+		"tx-orphan-rollback": rmq.ROLLBACK,
+	}
+	var mu sync.Mutex
+	var checks []obj
+	orphansChecked := make(chan struct{}, 16)
+	checker := &rmq.TransactionChecker{Check: func(v *rmq.MessageView) rmq.TransactionResolution {
+		b := string(v.GetBody())
+		mu.Lock()
+		checks = append(checks, obj{"messageId": v.GetMessageId(), "topic": v.GetTopic(), "body": b,
+			"atMs": time.Now().UnixMilli()})
+		mu.Unlock()
+		if strings.HasPrefix(b, "tx-orphan-") {
+			orphansChecked <- struct{}{}
+		}
+		if res, ok := local[b]; ok {
+			return res
+		}
+		return rmq.UNKNOWN
+	}}
+	c, err := simpleConsumerAwaiting(o, r.group, r.topic, "*", shortAwait)
+	if err != nil {
+		return nil, err
+	}
+	defer c.GracefulStop()
+	p, err := rmq.NewProducer(config(o, ""), rmq.WithTopics(r.topic), rmq.WithTransactionChecker(checker))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(); err != nil {
+		return nil, err
+	}
+	defer p.GracefulStop()
+	var sent []obj
+	open := map[string]rmq.Transaction{}
+	for _, b := range []string{"tx-orphan-commit", "tx-orphan-rollback", "tx-commit", "tx-rollback"} {
+		tx := p.BeginTransaction()
+		start := time.Now()
+		rs, err := p.SendWithTransaction(context.Background(), message(r.topic, b), tx)
+		if err != nil {
+			return nil, err
+		}
+		sent = append(sent, obj{"messageId": rs[0].MessageID, "body": b, "transactionId": rs[0].TransactionId,
+			"sendStartMs": start.UnixMilli()})
+		open[b] = tx
+	}
+	// Half messages: nothing to receive yet.
+	before, err := receiveN(c, 1, longInvisible, true, halfWait)
+	if err != nil {
+		return nil, err
+	}
+	if err := open["tx-commit"].Commit(); err != nil {
+		return nil, err
+	}
+	if err := open["tx-rollback"].RollBack(); err != nil {
+		return nil, err
+	}
+	got, err := receiveN(c, 2, longInvisible, true, txWait)
+	if err != nil {
+		return nil, err
+	}
+	timeout := time.After(txWait)
+	for i := 0; i < 2; i++ {
+		select {
+		case <-orphansChecked:
+		case <-timeout:
+		}
+	}
+	// Whatever else would come (a rolled-back message, a duplicate) comes now.
+	more, err := receiveN(c, 1, longInvisible, true, drain)
+	if err != nil {
+		return nil, err
+	}
+	var received []obj
+	for _, v := range append(got, more...) {
+		received = append(received, view(v))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return obj{"sent": sent, "beforeEnd": len(before), "received": received, "checks": append([]obj{}, checks...)}, nil
 }
 
 // ---- simple consumer ----------------------------------------------------------------------------

@@ -27,12 +27,21 @@ import {
 } from './run.js';
 
 const INVALID_RECEIPT_HANDLE = 40013;
+const PRECONDITION_FAILED = 42800;
 /** The push consumers' long poll (their shutdown waits for the one in flight). */
 const MAX_POLL_MS = 2000;
 /** Slack for timings on a shared 2-core machine. */
 const SLACK_MS = 1500;
 const PUSH_RETRY_POLICY_MS = [1000, 2000];
 const FIFO_RETRY_INTERVAL_MS = 500;
+/** Orphaned transactions are checked this long after they were stored, then at this interval. */
+const TX_CHECK_TIMEOUT_MS = 2000;
+const TX_CHECK_INTERVAL_MS = 500;
+/**
+ * How late a delay message may be stored in its topic and received, after its time. Vela's timer
+ * appends it within 100 ms (docs/broker.md); the bound is generous for a loaded machine.
+ */
+const DELAY_LATE_MS = 3000;
 
 interface Sent {
   messageId: string;
@@ -103,6 +112,8 @@ const SCENARIOS: Record<string, Setup> = {
   'producer-keys': {},
   'producer-tags': {},
   'producer-properties': {},
+  'producer-delay': { topicType: 'DELAY' },
+  'producer-transaction': { topicType: 'TRANSACTION' },
   'simple-receive': {},
   'simple-ack': {},
   'simple-change-invisible': {},
@@ -184,6 +195,7 @@ export function officialClientMatrix(language: Language, mode: MatrixMode = PLAI
       b = await startTestBroker({
         ...mode.broker,
         consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS },
+        transaction: { checkTimeoutMs: TX_CHECK_TIMEOUT_MS, checkIntervalMs: TX_CHECK_INTERVAL_MS },
       });
       admin = new Admin({ url: b.adminUrl, ...(mode.admin ? { credentials: mode.admin } : {}) });
       runs = new Map();
@@ -317,6 +329,126 @@ export function officialClientMatrix(language: Language, mode: MatrixMode = PLAI
       const m = await stored(s.messageId, topic);
       for (const [k, v] of Object.entries(s.properties!)) assert.equal(m.properties[k], v, `property ${k}`);
     });
+
+    scenarioTest(
+      'producer-delay',
+      'producer: a delay message is stored in its topic and received at its delivery time, not before; recall cancels one before its time',
+      async (t) => {
+        const { topic, group } = run('producer-delay');
+        const r = result('producer-delay');
+        const due = r.deliveryTimestamp as number;
+        const kept = r.kept as Sent & { recallHandle: string };
+        const gone = r.gone as Sent & { recallHandle: string };
+        assert.ok(kept.recallHandle && gone.recallHandle, 'a recall handle in each receipt');
+        const recall = r.recall as { messageId?: string; atMs?: number; error?: string };
+        assert.equal(
+          recall.messageId,
+          gone.messageId,
+          `the recall answers the message id ${recall.error ?? ''}`,
+        );
+        assert.ok(recall.atMs! < due, 'recalled before its time');
+        assert.ok((r.firstPollMs as number) < due, 'the consumer was receiving before the delivery time');
+
+        const received = r.received as (View & { deliveryTimestamp: number | null; receivedAtMs: number })[];
+        assert.deepEqual(
+          received.map((m) => m.messageId),
+          [kept.messageId],
+          'the kept message, once; never the recalled one',
+        );
+        const m = received[0]!;
+        assert.equal(m.body, 'delay-kept');
+        assert.equal(m.topic, topic);
+        assert.equal(m.deliveryAttempt, 1);
+        assert.equal(m.deliveryTimestamp, due, 'the delivery time the client set');
+
+        // The broker's side: appended to its topic (visible to consumers) at its time, not before.
+        const s = await stored(kept.messageId, topic);
+        assert.equal(s.bodyText, 'delay-kept');
+        t.diagnostic(
+          `due ${due}: stored in its topic +${s.storeTimestamp - due} ms, received +${m.receivedAtMs - due} ms ` +
+            `(${String(r.emptyPolls)} empty polls before)`,
+        );
+        assert.ok(
+          s.storeTimestamp >= due,
+          `stored in its topic ${due - s.storeTimestamp} ms before its time`,
+        );
+        assert.ok(
+          s.storeTimestamp <= due + DELAY_LATE_MS,
+          `stored ${s.storeTimestamp - due} ms after its time`,
+        );
+        assert.ok(m.receivedAtMs >= due, `received ${due - m.receivedAtMs} ms before its time`);
+        assert.ok(
+          m.receivedAtMs <= due + DELAY_LATE_MS,
+          `received ${m.receivedAtMs - due} ms after its time`,
+        );
+        assert.deepEqual(
+          await admin.queryMessageById(gone.messageId, topic),
+          [],
+          'the recalled one is not in its topic',
+        );
+        assert.deepEqual((await admin.timerStatus(topic)).scheduled, 0, 'nothing left waiting');
+
+        const late = r.recallAfterDelivery as Outcome;
+        assert.equal(late.ok, false, 'recalling a delivered message is refused');
+        assert.equal(late.code, PRECONDITION_FAILED, late.error);
+        assert.deepEqual(progressOf(b, group, topic), { lag: 0, inflight: 0, ready: 0, brokerOffsets: 1 });
+      },
+    );
+
+    scenarioTest(
+      'producer-transaction',
+      'producer: a committed transaction is delivered once, a rolled-back one never; the checker resolves orphans',
+      async (t) => {
+        const { topic, group } = run('producer-transaction');
+        const r = result('producer-transaction');
+        const sent = r.sent as (Sent & { sendStartMs: number })[];
+        const sentOf = (body: string) => sent.find((s) => s.body === body)!;
+        assert.equal(r.beforeEnd, 0, 'half messages are invisible');
+
+        const received = r.received as View[];
+        assert.deepEqual(
+          received.map((m) => m.body).sort(),
+          ['tx-commit', 'tx-orphan-commit'],
+          'the committed messages, each once',
+        );
+        for (const m of received) {
+          assert.equal(m.messageId, sentOf(m.body).messageId);
+          assert.equal(m.topic, topic);
+          assert.equal(m.deliveryAttempt, 1);
+        }
+
+        // The broker checked each orphan once, after its check timeout; the checker's answer ended it.
+        const checks = r.checks as { messageId: string; topic: string; body: string; atMs: number }[];
+        assert.deepEqual(
+          checks.map((c) => c.body).sort(),
+          ['tx-orphan-commit', 'tx-orphan-rollback'],
+          'only the transactions left open are checked, once',
+        );
+        for (const c of checks) {
+          const s = sentOf(c.body);
+          assert.equal(c.messageId, s.messageId);
+          assert.equal(c.topic, topic);
+          const after = c.atMs - s.sendStartMs;
+          t.diagnostic(`${c.body} checked ${after} ms after its send`);
+          assert.ok(after >= TX_CHECK_TIMEOUT_MS, `${c.body} checked ${after} ms after its send`);
+          assert.ok(after <= TX_CHECK_TIMEOUT_MS + TX_CHECK_INTERVAL_MS + SLACK_MS, `${c.body} checked late`);
+        }
+
+        for (const body of ['tx-commit', 'tx-orphan-commit']) {
+          const s = await stored(sentOf(body).messageId, topic);
+          assert.equal(s.bodyText, body);
+        }
+        for (const body of ['tx-rollback', 'tx-orphan-rollback']) {
+          assert.deepEqual(
+            await admin.queryMessageById(sentOf(body).messageId, topic),
+            [],
+            `${body} not in its topic`,
+          );
+        }
+        assert.equal((await admin.transactionStatus(topic)).open, 0, 'no transaction left open');
+        assert.deepEqual(progressOf(b, group, topic), { lag: 0, inflight: 0, ready: 0, brokerOffsets: 2 });
+      },
+    );
 
     // ---- simple consumer ---------------------------------------------------------------------
 

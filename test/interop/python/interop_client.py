@@ -21,13 +21,27 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 
 from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,
-                      MessageListener, Producer, PushConsumer, SimpleConsumer)
+                      MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker,
+                      TransactionResolution)
 
 # The simple consumers' long-polling time, in seconds (the client's unit).
 AWAIT_S = 2
 # The shortest invisible time the test broker accepts.
 SHORT_INVISIBLE_S = 1
 LONG_INVISIBLE_S = 30
+# A shorter long poll, for scenarios that show that nothing arrives within a time (whole seconds:
+# the client puts it in the Duration's seconds).
+SHORT_AWAIT_S = 1
+# How far ahead delay messages are due (whole seconds: the client sends `delivery_timestamp` as
+# the seconds of the wire's Timestamp), and how long after their time they are waited for.
+DELAY_S = 3
+DELAY_WAIT_S = 8
+# How long receiving goes on to show that nothing else comes.
+DRAIN_S = 1.5
+# How long half messages are shown to be invisible; how long committed and checked transactions
+# are waited for.
+HALF_WAIT_S = 0.5
+TX_WAIT_S = 10
 MESSAGE_NOT_FOUND = 40401
 
 
@@ -90,9 +104,9 @@ def producer(o, topic):
     return p
 
 
-def simple_consumer(o, group, topic, filter_expression="*"):
+def simple_consumer(o, group, topic, filter_expression="*", await_s=AWAIT_S):
     c = SimpleConsumer(config(o), group, {topic: FilterExpression(filter_expression)},
-                       await_duration=AWAIT_S, tls_enable=o.tls)
+                       await_duration=await_s, tls_enable=o.tls)
     c.startup()
     return c
 
@@ -247,6 +261,120 @@ def producer_properties(o, topic, group):
         return {"sent": [s]}
     finally:
         shutdown(p)
+
+
+def now_ms():
+    return round(time.time() * 1000)
+
+
+def producer_delay(o, topic, group):
+    """A DELAY message due DELAY_S from now, and a second one recalled before its time. The consumer
+    polls from before the send until the first arrives, then a little longer (the recalled one, due
+    at the same time, would come then); recalling the delivered one is refused."""
+    c = simple_consumer(o, group, topic, await_s=SHORT_AWAIT_S)
+    p = producer(o, topic)
+    try:
+        # As the client's example does: whole seconds (the setter's value becomes the Timestamp's
+        # seconds; a value in milliseconds would be refused as too far ahead).
+        due_s = int(time.time()) + DELAY_S
+        receipts = {}
+        for b in ("delay-kept", "delay-gone"):
+            m = message(topic, b)
+            m.delivery_timestamp = due_s
+            r = p.send(m)
+            receipts[b] = {"messageId": r.message_id, "body": b, "recallHandle": r.recall_handle}
+        try:
+            recall = {"messageId": p.recall_message(topic, receipts["delay-gone"]["recallHandle"]),
+                      "atMs": now_ms()}
+        except Exception as e:  # noqa: BLE001 - the outcome is the point
+            recall = {"ok": False, "code": getattr(e, "code", None), "error": f"{type(e).__name__}: {e}"}
+        first_poll = now_ms()
+        received, empty_polls = [], 0
+
+        def delayed(m, at):
+            v = view(m)
+            v["deliveryTimestamp"] = m.delivery_timestamp
+            v["receivedAtMs"] = at
+            return v
+
+        until = due_s + DELAY_WAIT_S
+        while not received and time.time() < until:
+            got = receive(c, 2, LONG_INVISIBLE_S)
+            at = now_ms()
+            if not got:
+                empty_polls += 1
+            for m in got:
+                c.ack(m)
+                received.append(delayed(m, at))
+        # Anything else (the recalled message) would be due now too.
+        drain_until = time.time() + DRAIN_S
+        while time.time() < drain_until:
+            for m in receive(c, 2, LONG_INVISIBLE_S):
+                c.ack(m)
+                received.append(delayed(m, now_ms()))
+        after = outcome(lambda: p.recall_message(topic, receipts["delay-kept"]["recallHandle"]))
+        return {"deliveryTimestamp": due_s * 1000, "kept": receipts["delay-kept"],
+                "gone": receipts["delay-gone"], "recall": recall, "firstPollMs": first_poll,
+                "emptyPolls": empty_polls, "received": received, "recallAfterDelivery": after}
+    finally:
+        shutdown(p, c)
+
+
+class LocalStateChecker(TransactionChecker):
+    """Answers an orphan check from the "local transaction state", and records the checks."""
+
+    def __init__(self, local):
+        self.local = local
+        self.lock = threading.Lock()
+        self.checks = []
+        self.orphans = Countdown(2)
+
+    def check(self, message):
+        b = message.body.decode("utf-8")
+        with self.lock:
+            self.checks.append({"messageId": message.message_id, "topic": message.topic, "body": b,
+                                "atMs": now_ms()})
+        if b.startswith("tx-orphan-"):
+            self.orphans.hit()
+        return self.local.get(b, TransactionResolution.TRANSACTION_RESOLUTION_UNSPECIFIED)
+
+
+def producer_transaction(o, topic, group):
+    """Two transactions left open (the broker's orphan check asks this producer's checker: commit
+    one, roll back the other), one committed and one rolled back by the application. Nothing is
+    visible before its end; the committed ones are delivered once."""
+    checker = LocalStateChecker({
+        "tx-commit": TransactionResolution.COMMIT,
+        "tx-rollback": TransactionResolution.ROLLBACK,
+        "tx-orphan-commit": TransactionResolution.COMMIT,
+        "tx-orphan-rollback": TransactionResolution.ROLLBACK,
+    })
+    c = simple_consumer(o, group, topic, await_s=SHORT_AWAIT_S)
+    p = Producer(config(o), (topic,), checker=checker, tls_enable=o.tls)
+    try:
+        p.startup()
+        sent, open_ = [], {}
+        for b in ("tx-orphan-commit", "tx-orphan-rollback", "tx-commit", "tx-rollback"):
+            tx = p.begin_transaction()
+            start = now_ms()
+            r = p.send(message(topic, b), tx)
+            sent.append({"messageId": r.message_id, "body": b, "transactionId": r.transaction_id,
+                         "sendStartMs": start})
+            open_[b] = tx
+        # Half messages: nothing to receive yet.
+        before = receive_n(c, 1, LONG_INVISIBLE_S, True, HALF_WAIT_S)
+        open_["tx-commit"].commit()
+        open_["tx-rollback"].rollback()
+        got = receive_n(c, 2, LONG_INVISIBLE_S, True, TX_WAIT_S)
+        checker.orphans.done.wait(TX_WAIT_S)
+        # Whatever else would come (a rolled-back message, a duplicate) comes now.
+        got += receive_n(c, 1, LONG_INVISIBLE_S, True, DRAIN_S)
+        with checker.lock:
+            checks = list(checker.checks)
+        return {"sent": sent, "beforeEnd": len(before), "received": [view(m) for m in got],
+                "checks": checks}
+    finally:
+        shutdown(p, c)
 
 
 # ---- simple consumer -------------------------------------------------------------------------------
@@ -542,6 +670,8 @@ SCENARIOS = {
     "producer-keys": producer_keys,
     "producer-tags": producer_tags,
     "producer-properties": producer_properties,
+    "producer-delay": producer_delay,
+    "producer-transaction": producer_transaction,
     "simple-receive": simple_receive,
     "simple-ack": simple_ack,
     "simple-change-invisible": simple_change_invisible,

@@ -31,6 +31,8 @@ import org.apache.rocketmq.client.apis.message.MessageBuilder;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
+import org.apache.rocketmq.client.apis.producer.Transaction;
+import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 
 /**
  * The scenarios. Each returns the fields of its result line; the node:test driver
@@ -40,9 +42,21 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
 final class Scenarios {
     /** The simple consumers' long-polling time. */
     static final Duration AWAIT = Duration.ofSeconds(2);
+    /** A shorter one, for scenarios that show that nothing arrives within a time. */
+    static final Duration SHORT_AWAIT = Duration.ofMillis(500);
     /** The shortest invisible time the test broker accepts. */
     static final Duration SHORT_INVISIBLE = Duration.ofSeconds(1);
     static final Duration LONG_INVISIBLE = Duration.ofSeconds(30);
+    /** How far ahead delay messages are due. */
+    static final Duration DELAY = Duration.ofSeconds(2);
+    /** How long after its time a delay message is waited for. */
+    static final Duration DELAY_WAIT = Duration.ofSeconds(8);
+    /** How long receiving goes on to show that nothing else comes. */
+    static final Duration DRAIN = Duration.ofMillis(1500);
+    /** How long half messages are shown to be invisible. */
+    static final Duration HALF_WAIT = Duration.ofMillis(500);
+    /** How long committed and checked transactions are waited for. */
+    static final Duration TX_WAIT = Duration.ofSeconds(10);
 
     private static final ClientServiceProvider PROVIDER = ClientServiceProvider.loadService();
     private static final Pattern CODE = Pattern.compile("response-code=(\\d+)");
@@ -57,6 +71,8 @@ final class Scenarios {
             case "producer-keys" -> producerKeys(o, r);
             case "producer-tags" -> producerTags(o, r);
             case "producer-properties" -> producerProperties(o, r);
+            case "producer-delay" -> producerDelay(o, r);
+            case "producer-transaction" -> producerTransaction(o, r);
             case "simple-receive" -> simpleReceive(o, r);
             case "simple-ack" -> simpleAck(o, r);
             case "simple-change-invisible" -> simpleChangeInvisible(o, r);
@@ -92,10 +108,15 @@ final class Scenarios {
 
     static SimpleConsumer simpleConsumer(Options o, String group, String topic, String filter)
         throws ClientException {
+        return simpleConsumer(o, group, topic, filter, AWAIT);
+    }
+
+    static SimpleConsumer simpleConsumer(Options o, String group, String topic, String filter,
+        Duration await) throws ClientException {
         return PROVIDER.newSimpleConsumerBuilder()
             .setClientConfiguration(config(o))
             .setConsumerGroup(group)
-            .setAwaitDuration(AWAIT)
+            .setAwaitDuration(await)
             .setSubscriptionExpressions(
                 Map.of(topic, new FilterExpression(filter, FilterExpressionType.TAG)))
             .build();
@@ -264,6 +285,147 @@ final class Scenarios {
             sent.add(s);
         }
         return Map.of("sent", sent);
+    }
+
+    /**
+     * A DELAY message due {@link #DELAY} from now, and a second one recalled before its time. The
+     * consumer polls from before the send until the first arrives, then a little longer (the recalled
+     * one, due at the same time, would come then); recalling the delivered one is refused.
+     */
+    static Map<String, Object> producerDelay(Options o, Options.Run r) throws Exception {
+        try (SimpleConsumer c = simpleConsumer(o, r.group(), r.topic(), "*", SHORT_AWAIT);
+             Producer p = producer(o, r.topic())) {
+            long due = System.currentTimeMillis() + DELAY.toMillis();
+            SendReceipt kept = p.send(message(r.topic(), "delay-kept").setDeliveryTimestamp(due).build());
+            SendReceipt gone = p.send(message(r.topic(), "delay-gone").setDeliveryTimestamp(due).build());
+            Map<String, Object> recall = new LinkedHashMap<>();
+            try {
+                recall.put("messageId", p.recallMessage(r.topic(), gone.getRecallHandle()).getMessageId().toString());
+                recall.put("atMs", System.currentTimeMillis());
+            } catch (Exception e) {
+                recall = failure(e);
+            }
+            long firstPollMs = System.currentTimeMillis();
+            List<Object> received = new ArrayList<>();
+            int emptyPolls = 0;
+            long until = due + DELAY_WAIT.toMillis();
+            while (received.isEmpty() && System.currentTimeMillis() < until) {
+                List<MessageView> got = c.receive(2, LONG_INVISIBLE);
+                long at = System.currentTimeMillis();
+                if (got.isEmpty()) {
+                    emptyPolls++;
+                }
+                for (MessageView v : got) {
+                    c.ack(v);
+                    received.add(delayed(v, at));
+                }
+            }
+            // Anything else (the recalled message) would be due now too.
+            long drainUntil = System.currentTimeMillis() + DRAIN.toMillis();
+            while (System.currentTimeMillis() < drainUntil) {
+                for (MessageView v : c.receive(2, LONG_INVISIBLE)) {
+                    c.ack(v);
+                    received.add(delayed(v, System.currentTimeMillis()));
+                }
+            }
+            Map<String, Object> recallAfter;
+            try {
+                p.recallMessage(r.topic(), kept.getRecallHandle());
+                recallAfter = success();
+            } catch (Exception e) {
+                recallAfter = failure(e);
+            }
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("deliveryTimestamp", due);
+            out.put("kept", receipt(kept, "delay-kept"));
+            out.put("gone", receipt(gone, "delay-gone"));
+            out.put("recall", recall);
+            out.put("firstPollMs", firstPollMs);
+            out.put("emptyPolls", emptyPolls);
+            out.put("received", received);
+            out.put("recallAfterDelivery", recallAfter);
+            return out;
+        }
+    }
+
+    static Map<String, Object> receipt(SendReceipt receipt, String body) {
+        Map<String, Object> m = sent(receipt, body);
+        m.put("recallHandle", receipt.getRecallHandle());
+        return m;
+    }
+
+    /** A delivered delay message: its view, its delivery time and when the consumer got it. */
+    static Map<String, Object> delayed(MessageView v, long receivedAtMs) {
+        Map<String, Object> m = view(v);
+        m.put("deliveryTimestamp", v.getDeliveryTimestamp().orElse(null));
+        m.put("receivedAtMs", receivedAtMs);
+        return m;
+    }
+
+    /**
+     * Transactions on a TRANSACTION topic: two left open (the broker's orphan check asks this
+     * producer's checker, which answers from the "local transaction state": commit one, roll back
+     * the other), one committed and one rolled back by the application. Nothing is visible before
+     * its end; the committed ones are delivered once.
+     */
+    static Map<String, Object> producerTransaction(Options o, Options.Run r) throws Exception {
+        Map<String, TransactionResolution> local = new ConcurrentHashMap<>();
+        local.put("tx-commit", TransactionResolution.COMMIT);
+        local.put("tx-rollback", TransactionResolution.ROLLBACK);
+        local.put("tx-orphan-commit", TransactionResolution.COMMIT);
+        local.put("tx-orphan-rollback", TransactionResolution.ROLLBACK);
+        List<Object> checks = Collections.synchronizedList(new ArrayList<>());
+        CountDownLatch orphansChecked = new CountDownLatch(2);
+        try (SimpleConsumer c = simpleConsumer(o, r.group(), r.topic(), "*", SHORT_AWAIT);
+             Producer p = PROVIDER.newProducerBuilder()
+                 .setClientConfiguration(config(o))
+                 .setTopics(r.topic())
+                 .setTransactionChecker(v -> {
+                     String b = body(v);
+                     Map<String, Object> check = new LinkedHashMap<>();
+                     check.put("messageId", v.getMessageId().toString());
+                     check.put("topic", v.getTopic());
+                     check.put("body", b);
+                     check.put("atMs", System.currentTimeMillis());
+                     checks.add(check);
+                     if (b.startsWith("tx-orphan-")) {
+                         orphansChecked.countDown();
+                     }
+                     return local.getOrDefault(b, TransactionResolution.UNKNOWN);
+                 })
+                 .build()) {
+            List<Object> sent = new ArrayList<>();
+            Map<String, Transaction> open = new LinkedHashMap<>();
+            for (String b : List.of("tx-orphan-commit", "tx-orphan-rollback", "tx-commit", "tx-rollback")) {
+                Transaction tx = p.beginTransaction();
+                long start = System.currentTimeMillis();
+                Map<String, Object> s = sent(p.send(message(r.topic(), b).build(), tx), b);
+                s.put("sendStartMs", start);
+                sent.add(s);
+                open.put(b, tx);
+            }
+            // Half messages: nothing to receive yet.
+            int beforeEnd = receiveN(c, 1, LONG_INVISIBLE, true, HALF_WAIT).size();
+            open.get("tx-commit").commit();
+            open.get("tx-rollback").rollback();
+            List<Object> received = new ArrayList<>();
+            for (MessageView v : receiveN(c, 2, LONG_INVISIBLE, true, TX_WAIT)) {
+                received.add(view(v));
+            }
+            orphansChecked.await(TX_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            // Whatever else would come (a rolled-back message, a duplicate) comes now.
+            for (MessageView v : receiveN(c, 1, LONG_INVISIBLE, true, DRAIN)) {
+                received.add(view(v));
+            }
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("sent", sent);
+            out.put("beforeEnd", beforeEnd);
+            out.put("received", received);
+            synchronized (checks) {
+                out.put("checks", new ArrayList<>(checks));
+            }
+            return out;
+        }
     }
 
     // ---- simple consumer --------------------------------------------------------------------

@@ -5,7 +5,8 @@
  * `x-mq-date-time` with local time). TLS and ACL share one run per language to keep `npm test`
  * short; the plaintext runs cover everything without credentials. The scenarios are those that
  * use every RPC the clients make under ACL (send, route, Telemetry, heartbeat, assignment, receive,
- * ack, change of invisible time, the DLQ), plus `acl-refused`: a wrong secret key is refused with
+ * ack, change of invisible time, the DLQ, recall, end of a transaction and the orphan check over
+ * Telemetry), plus `acl-refused`: a wrong secret key is refused with
  * UNAUTHORIZED and a topic outside the user's rights with FORBIDDEN.
  */
 import assert from 'node:assert/strict';
@@ -84,6 +85,8 @@ export const ACL_MODE: MatrixMode = {
   connection: (endpoint) => ({ endpoint, tls: true, ...USER }),
   scenarios: [
     'producer-normal',
+    'producer-delay',
+    'producer-transaction',
     'simple-ack',
     'simple-change-invisible',
     'simple-dlq',

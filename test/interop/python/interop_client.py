@@ -371,7 +371,7 @@ def producer_transaction(o, topic, group):
         got += receive_n(c, 1, LONG_INVISIBLE_S, True, DRAIN_S)
         with checker.lock:
             checks = list(checker.checks)
-        return {"sent": sent, "beforeEnd": len(before), "received": [view(m) for m in got],
+        return {"sent": sent, "beforeEnd": [view(m) for m in before], "received": [view(m) for m in got],
                 "checks": checks}
     finally:
         shutdown(p, c)

@@ -405,7 +405,10 @@ final class Scenarios {
                 open.put(b, tx);
             }
             // Half messages: nothing to receive yet.
-            int beforeEnd = receiveN(c, 1, LONG_INVISIBLE, true, HALF_WAIT).size();
+            List<Object> beforeEnd = new ArrayList<>();
+            for (MessageView v : receiveN(c, 1, LONG_INVISIBLE, true, HALF_WAIT)) {
+                beforeEnd.add(view(v));
+            }
             open.get("tx-commit").commit();
             open.get("tx-rollback").rollback();
             List<Object> received = new ArrayList<>();

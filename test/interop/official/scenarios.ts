@@ -418,23 +418,32 @@ export function officialClientMatrix(language: Language, mode: MatrixMode = PLAI
           assert.equal(m.deliveryAttempt, 1);
         }
 
-        // The broker checked each orphan once, after its check timeout; the checker's answer ended it.
+        // The broker checked the orphans (and only them) after their check timeout; the checker's
+        // answer ended them. An answer slower than the check interval (a loaded machine) is met by
+        // another check, as in RocketMQ: the checker answers the same again.
         const checks = r.checks as { messageId: string; topic: string; body: string; atMs: number }[];
+        t.diagnostic(
+          `checks: ${checks.map((c) => `${c.body} +${c.atMs - sentOf(c.body).sendStartMs} ms`).join(', ')}`,
+        );
         assert.deepEqual(
-          checks.map((c) => c.body).sort(),
+          [...new Set(checks.map((c) => c.body))].sort(),
           ['tx-orphan-commit', 'tx-orphan-rollback'],
-          'only the transactions left open are checked, once',
+          'only the transactions left open are checked',
         );
         for (const c of checks) {
           const s = sentOf(c.body);
           assert.equal(c.messageId, s.messageId);
           assert.equal(c.topic, topic);
-          const after = c.atMs - s.sendStartMs;
-          t.diagnostic(`${c.body} checked ${after} ms after its send`);
-          assert.ok(after >= TX_CHECK_TIMEOUT_MS, `${c.body} checked ${after} ms after its send`);
           assert.ok(
-            after <= TX_CHECK_TIMEOUT_MS + TX_CHECK_INTERVAL_MS + DELAY_LATE_MS,
-            `${c.body} checked late`,
+            c.atMs - s.sendStartMs >= TX_CHECK_TIMEOUT_MS,
+            `${c.body} checked before its check timeout`,
+          );
+        }
+        for (const body of ['tx-orphan-commit', 'tx-orphan-rollback']) {
+          const first = Math.min(...checks.filter((c) => c.body === body).map((c) => c.atMs));
+          assert.ok(
+            first - sentOf(body).sendStartMs <= TX_CHECK_TIMEOUT_MS + TX_CHECK_INTERVAL_MS + DELAY_LATE_MS,
+            `${body} checked late`,
           );
         }
 

@@ -79,6 +79,7 @@ export class RemotingEndpoint {
       clusterName: opts.clusterName ?? 'DefaultCluster',
       autoCreateTopics: opts.autoCreateTopics,
       notifyConsumerIdsChanged: (group) => e.notifyConsumerIdsChanged(group),
+      nextOpaque: () => ++e.opaque,
     };
     if (opts.port !== 0 && opts.port >= 2 && opts.vipChannel !== false) {
       const vip = e.newServer();
@@ -254,7 +255,7 @@ export class RemotingEndpoint {
   private notifyConsumerIdsChanged(group: string): void {
     for (const channel of this.broker.consumers.channelsOf(group)) {
       const conn = this.connections.get(channel);
-      conn?.notify(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, { consumerGroup: group }, ++this.opaque);
+      conn?.notify(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, { consumerGroup: group }, this.info.nextOpaque());
     }
   }
 }

@@ -235,7 +235,7 @@ describe('Remoting endpoint: send and pull', () => {
     assert.equal(found[0]?.body.toString(), 'hello');
   });
 
-  test('a send to an unknown topic is TOPIC_NOT_EXIST; reserved or delay properties are refused', async () => {
+  test('a send to an unknown topic is TOPIC_NOT_EXIST; reserved properties are refused; delays wait', async () => {
     const { topic } = await topicAndGroup();
     assert.equal(
       (await send(uniqueName('none'), 0, 'x', { UNIQ_KEY: 'A' })).code,
@@ -244,8 +244,9 @@ describe('Remoting endpoint: send and pull', () => {
     const reserved = await send(topic, 0, 'x', { UNIQ_KEY: 'A', REAL_TOPIC: 'x' });
     assert.equal(reserved.code, ResponseCode.MESSAGE_ILLEGAL);
     const delayed = await send(topic, 0, 'x', { UNIQ_KEY: 'A', DELAY: '3' });
-    assert.equal(delayed.code, ResponseCode.SYSTEM_ERROR);
-    assert.match(delayed.remark ?? '', /delay messages are not supported/);
+    assert.equal(delayed.code, ResponseCode.SUCCESS);
+    assert.equal(b.running.broker.queueState(topic, 0).maxOffset, 0, 'level 3 waits 10 s on the timer');
+    assert.equal((await b.running.broker.timer.status(topic)).scheduled, 1);
     const badQueue = await send(topic, 9, 'x', { UNIQ_KEY: 'A' });
     assert.equal(badQueue.code, ResponseCode.INVALID_PARAMETER);
   });

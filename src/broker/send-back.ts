@@ -51,6 +51,42 @@ export const RETRY_TOPIC = 'RETRY_TOPIC';
 export const ORIGIN_MESSAGE_ID = 'ORIGIN_MESSAGE_ID';
 export const DLQ_ORIGIN_TOPIC = 'DLQ_ORIGIN_TOPIC';
 export const DLQ_ORIGIN_MESSAGE_ID = 'DLQ_ORIGIN_MESSAGE_ID';
+/** On a dead letter stored by this path: a resend of it goes back to `%RETRY%<group>`. */
+export const SENT_BACK_DEAD_LETTER = '__VELA_SEND_BACK';
+
+/** Whether a dead letter was stored by this path (undefined: not known, stored by an older version). */
+export function deadLetteredBySendBack(m: StoredMessage): boolean | undefined {
+  return m.properties[SENT_BACK_DEAD_LETTER] === '1' ? true : undefined;
+}
+
+/**
+ * A dead letter sent back to a queue-granularity group: a new record in its retry topic, due at once,
+ * its attempts counted afresh; it keeps its message id (`UNIQ_KEY`), as retries on this path do.
+ */
+export function groupResendRecord(m: StoredMessage, group: string): MessageInput {
+  const firstTopic = m.properties[DLQ_ORIGIN_TOPIC] ?? m.properties[RETRY_TOPIC] ?? m.topic;
+  const originId = m.properties[ORIGIN_MESSAGE_ID] ?? m.messageId;
+  const {
+    [DLQ_ORIGIN_TOPIC]: _t,
+    [DLQ_ORIGIN_MESSAGE_ID]: _i,
+    [SENT_BACK_DEAD_LETTER]: _s,
+    ...properties
+  } = m.properties;
+  return {
+    topic: groupRetryTopic(group),
+    queueId: 0,
+    messageId: m.messageId,
+    body: m.body,
+    ...(m.tag ? { tag: m.tag } : {}),
+    ...(m.keys.length ? { keys: m.keys } : {}),
+    ...(m.messageGroup ? { messageGroup: m.messageGroup } : {}),
+    bornTimestamp: m.bornTimestamp,
+    ...(m.bornHost ? { bornHost: m.bornHost } : {}),
+    sysFlag: m.sysFlag,
+    reconsumeTimes: 0,
+    properties: { ...properties, [RETRY_TOPIC]: firstTopic, [ORIGIN_MESSAGE_ID]: originId },
+  };
+}
 
 /** A group's retry topic for queue-granularity consumers. */
 export function groupRetryTopic(group: string): string {
@@ -152,6 +188,7 @@ export class SendBackService {
           [ORIGIN_MESSAGE_ID]: originId,
           [DLQ_ORIGIN_TOPIC]: firstTopic,
           [DLQ_ORIGIN_MESSAGE_ID]: originId,
+          [SENT_BACK_DEAD_LETTER]: '1',
         },
       };
       const [r] = await this.store.append([record]);

@@ -117,8 +117,14 @@ export class Broker {
     const now = () => clock.now();
     this.consumers = new ConsumerManager(now);
     this.queueLocks = new QueueLocks(now);
-    this.sendBack = new SendBackService(store, this.topics, now, logger.child({ module: 'send-back' }));
     this.timer = parts.timer;
+    this.sendBack = new SendBackService(
+      store,
+      this.topics,
+      now,
+      logger.child({ module: 'send-back' }),
+      this.timer,
+    );
     this.transactions = parts.transactions;
     this.channels = parts.channels;
     this.stats = parts.stats;

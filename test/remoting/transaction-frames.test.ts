@@ -100,6 +100,29 @@ describe('delay and transactions with raw Remoting frames', () => {
     assert.equal(b.running.broker.transactions.status(t).length, 0);
   });
 
+  test('the connection that sent a half message is asked even before its first heartbeat', async () => {
+    const t = await topic();
+    const group = uniqueName('PG');
+    const silent = use(await RawRemotingClient.connect(b.running.remotingPort));
+    const r = await send(silent, t, { TRAN_MSG: 'true', PGROUP: group }, 0x4, group);
+    assert.equal(r.code, ResponseCode.SUCCESS);
+    await waitFor(() => silent.pushed.some((p) => p.code === RequestCode.CHECK_TRANSACTION_STATE), {
+      timeoutMs: 10_000,
+      what: 'the check',
+    });
+    const check = silent.pushed.find((p) => p.code === RequestCode.CHECK_TRANSACTION_STATE)!;
+    assert.equal(check.extFields.transactionId, r.extFields.transactionId);
+    const commit = await silent.request(RequestCode.END_TRANSACTION, {
+      producerGroup: group,
+      tranStateTableOffset: check.extFields.tranStateTableOffset!,
+      commitLogOffset: check.extFields.commitLogOffset!,
+      commitOrRollback: 8,
+      fromTransactionCheck: 'true',
+    });
+    assert.equal(commit.code, ResponseCode.SUCCESS);
+    assert.equal(stored(t), 1);
+  });
+
   test('an orphaned transaction: CHECK_TRANSACTION_STATE on a connection of its producer group', async () => {
     const t = await topic();
     const group = uniqueName('PG');
@@ -113,16 +136,18 @@ describe('delay and transactions with raw Remoting frames', () => {
           JSON.stringify({ clientID: id, producerDataSet: [{ groupName: g }], consumerDataSet: [] }),
         ),
       );
+    const unrelated = use(await RawRemotingClient.connect(b.running.remotingPort));
     assert.equal((await hb(producer, group, 'client-a')).code, ResponseCode.SUCCESS);
-    assert.equal((await hb(other, uniqueName('PG'), 'client-b')).code, ResponseCode.SUCCESS);
-    // Sent on another connection: any live producer of the group is asked, as in RocketMQ.
+    assert.equal((await hb(unrelated, uniqueName('PG'), 'client-c')).code, ResponseCode.SUCCESS);
+    // Sent on a connection that then goes away: any live producer of the group is asked, as in RocketMQ.
     const r = await send(other, t, { TRAN_MSG: 'true', PGROUP: group, origin: 'raw' }, 0x4, group);
     assert.equal(r.code, ResponseCode.SUCCESS);
+    await other.close();
     await waitFor(() => producer.pushed.some((p) => p.code === RequestCode.CHECK_TRANSACTION_STATE), {
       timeoutMs: 10_000,
       what: 'the check',
     });
-    assert.equal(other.pushed.filter((p) => p.code === RequestCode.CHECK_TRANSACTION_STATE).length, 0);
+    assert.equal(unrelated.pushed.filter((p) => p.code === RequestCode.CHECK_TRANSACTION_STATE).length, 0);
     const check = producer.pushed.find((p) => p.code === RequestCode.CHECK_TRANSACTION_STATE)!;
     const position = decodeOffsetMessageId(r.extFields.msgId!)!.logPosition;
     assert.equal(check.flag & 2, 2, 'one-way');

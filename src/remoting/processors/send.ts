@@ -31,6 +31,7 @@ import {
   type BatchEntry,
 } from '../message-codec.js';
 import { AUTO_CREATE_TOPIC } from './route.js';
+import { takeTransactionChecks } from './transaction.js';
 
 /** SEND_MESSAGE_V2's single-letter keys → SendMessageRequestHeader's names. */
 const V2_KEYS: Record<string, string> = {
@@ -98,6 +99,10 @@ function toProduceMessage(
   if (due !== undefined) special = { deliveryTimestamp: due, messageType: 'DELAY' };
   else if (transaction) {
     const group = extra.producerGroup ?? properties[Prop.PRODUCER_GROUP] ?? '';
+    // The connection that sends a half message is a live producer of its group: it takes the
+    // group's checks from now on, even if its first heartbeat has not reached this broker yet
+    // (the Java client heartbeats a broker only once it has a route to it, then every 30 s).
+    if (group) takeTransactionChecks(ctx, group);
     const recoveryMs = checkImmunityMsOf(properties);
     special = {
       messageType: 'TRANSACTION',

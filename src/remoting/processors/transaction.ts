@@ -13,7 +13,8 @@
  *
  * Checks reach any live connection of the producer group that sent the half message (RocketMQ picks
  * a channel of the group too), found through the broker's client channels: each connection whose
- * heartbeat names a producer group takes checks for it until it unregisters or closes.
+ * heartbeat names a producer group, or that sent a half message for it, takes checks for it until it
+ * unregisters or closes.
  */
 import type { ClientCommand } from '../../broker/client-channels.js';
 import { VelaError } from '../../common/errors.js';

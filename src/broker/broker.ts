@@ -25,7 +25,8 @@ import { OffsetStore } from './offsets.js';
 import { PullService } from './pull.js';
 import { ConsumerManager } from './consumer-manager.js';
 import { QueueLocks } from './queue-locks.js';
-import { SendBackService } from './send-back.js';
+import { SendBackService, deadLetteredBySendBack, groupResendRecord, groupRetryTopic } from './send-back.js';
+import { groupConsumerKinds } from './group-kinds.js';
 import { ClientChannels } from './client-channels.js';
 import { TimerService } from './timer/timer-service.js';
 import { TransactionService } from './transaction/transaction-service.js';
@@ -116,8 +117,14 @@ export class Broker {
     const now = () => clock.now();
     this.consumers = new ConsumerManager(now);
     this.queueLocks = new QueueLocks(now);
-    this.sendBack = new SendBackService(store, this.topics, now, logger.child({ module: 'send-back' }));
     this.timer = parts.timer;
+    this.sendBack = new SendBackService(
+      store,
+      this.topics,
+      now,
+      logger.child({ module: 'send-back' }),
+      this.timer,
+    );
     this.transactions = parts.transactions;
     this.channels = parts.channels;
     this.stats = parts.stats;
@@ -441,10 +448,16 @@ export class Broker {
 
   /**
    * Send dead letters back to their group (all of them, or those with one message id): each becomes
-   * a new message in the group's retry topic, due now, with its attempts counted afresh.
+   * a new message in the group's retry topic, due now, with its attempts counted afresh: the gRPC
+   * retry topic of its topic, or `%RETRY%<group>` for dead letters of queue-granularity consumers.
    */
   async resendDeadLetters(group: string, messageId?: string): Promise<number> {
     this.groups.require(group);
+    // Dead letters of the Remoting send-back go back to %RETRY%<group>, which queue-granularity
+    // consumers read; others to the gRPC retry topic of their topic. Those not marked (older ones)
+    // follow the group: queue-granularity when it has a Remoting retry topic and no POP consumption.
+    const byQueue =
+      this.topics.get(groupRetryTopic(group)) !== undefined && !groupConsumerKinds(this, group).pop;
     let offset = 0;
     let resent = 0;
     for (;;) {
@@ -452,7 +465,14 @@ export class Broker {
       const chosen = page.messages.filter(
         (m) => !messageId || m.messageId === messageId || m.properties.ORIGIN_MESSAGE_ID === messageId,
       );
-      if (chosen.length > 0) await this.store.append(chosen.map((m) => resendRecord(m, group)));
+      if (chosen.length > 0) {
+        const records = chosen.map((m) =>
+          (deadLetteredBySendBack(m) ?? byQueue) ? groupResendRecord(m, group) : resendRecord(m, group),
+        );
+        if (records.some((r) => r.topic === groupRetryTopic(group)))
+          await this.sendBack.ensureRetryTopic(group);
+        await this.store.append(records);
+      }
       for (const m of chosen) {
         this.deliveries.noted(originIdOf(m), {
           group,

@@ -226,6 +226,11 @@ export class ConsumerManager {
     return members ? [...members.values()] : [];
   }
 
+  /** Every group with registered producers. */
+  producerGroupNames(): string[] {
+    return [...this.producers.keys()].sort();
+  }
+
   /** Every group with registered consumers. */
   groupNames(): string[] {
     return [...this.groups.keys()].sort();

@@ -4,10 +4,11 @@
  * consumers subscribe to and pull like any topic, or to `%DLQ%<group>` once it has been reconsumed
  * `maxReconsumeTimes` times (or the client asks for the DLQ with a negative delay level).
  *
- * The wait before a retry is one of RocketMQ's 18 delay levels (1 s … 2 h). The retry topic has one
- * queue per level (queue = level − 1) and every record carries its due time, so due times only grow
- * within a queue: a pull hands a queue's messages out only once due, stopping at the first one that
- * is not (pull.ts), and waiting retries live on disk, not in memory. Level 0 means "the broker
+ * The wait before a retry is one of RocketMQ's 18 delay levels (1 s … 2 h). A retry waits on the
+ * broker's timer (timer/, like every delay message) and is appended to the retry topic at its time,
+ * in the queue of its level (queue = level − 1), carrying its due time. Records stored with a due
+ * time directly (by versions before the timer, or a service built without one) are held back by the
+ * pull until due, stopping at the first one that is not (pull.ts); within a queue due times only grow. Level 0 means "the broker
  * decides": the group's retry policy for that attempt, rounded up to a level (the default policy is
  * exactly RocketMQ's 3 + reconsumeTimes).
  *
@@ -21,6 +22,7 @@ import type { GroupConfig, TopicConfig } from './metadata.js';
 import { DLQ_PREFIX, RETRY_PREFIX, dlqTopicOf } from './names.js';
 import { retryDelayMs } from './retry-policy.js';
 import type { TopicRegistry } from './topic-registry.js';
+import type { TimerService } from './timer/timer-service.js';
 
 const S = 1000;
 const M = 60 * S;
@@ -51,6 +53,42 @@ export const RETRY_TOPIC = 'RETRY_TOPIC';
 export const ORIGIN_MESSAGE_ID = 'ORIGIN_MESSAGE_ID';
 export const DLQ_ORIGIN_TOPIC = 'DLQ_ORIGIN_TOPIC';
 export const DLQ_ORIGIN_MESSAGE_ID = 'DLQ_ORIGIN_MESSAGE_ID';
+/** On a dead letter stored by this path: a resend of it goes back to `%RETRY%<group>`. */
+export const SENT_BACK_DEAD_LETTER = '__VELA_SEND_BACK';
+
+/** Whether a dead letter was stored by this path (undefined: not known, stored by an older version). */
+export function deadLetteredBySendBack(m: StoredMessage): boolean | undefined {
+  return m.properties[SENT_BACK_DEAD_LETTER] === '1' ? true : undefined;
+}
+
+/**
+ * A dead letter sent back to a queue-granularity group: a new record in its retry topic, due at once,
+ * its attempts counted afresh; it keeps its message id (`UNIQ_KEY`), as retries on this path do.
+ */
+export function groupResendRecord(m: StoredMessage, group: string): MessageInput {
+  const firstTopic = m.properties[DLQ_ORIGIN_TOPIC] ?? m.properties[RETRY_TOPIC] ?? m.topic;
+  const originId = m.properties[ORIGIN_MESSAGE_ID] ?? m.messageId;
+  const {
+    [DLQ_ORIGIN_TOPIC]: _t,
+    [DLQ_ORIGIN_MESSAGE_ID]: _i,
+    [SENT_BACK_DEAD_LETTER]: _s,
+    ...properties
+  } = m.properties;
+  return {
+    topic: groupRetryTopic(group),
+    queueId: 0,
+    messageId: m.messageId,
+    body: m.body,
+    ...(m.tag ? { tag: m.tag } : {}),
+    ...(m.keys.length ? { keys: m.keys } : {}),
+    ...(m.messageGroup ? { messageGroup: m.messageGroup } : {}),
+    bornTimestamp: m.bornTimestamp,
+    ...(m.bornHost ? { bornHost: m.bornHost } : {}),
+    sysFlag: m.sysFlag,
+    reconsumeTimes: 0,
+    properties: { ...properties, [RETRY_TOPIC]: firstTopic, [ORIGIN_MESSAGE_ID]: originId },
+  };
+}
 
 /** A group's retry topic for queue-granularity consumers. */
 export function groupRetryTopic(group: string): string {
@@ -98,6 +136,8 @@ export class SendBackService {
     private readonly topics: TopicRegistry,
     private readonly now: () => number,
     private readonly logger: Logger,
+    /** Where retries wait for their time; without it they are stored at once with their due time. */
+    private readonly timer?: TimerService,
   ) {}
 
   /** The group's retry topic, created on first use (one queue per delay level, read + write). */
@@ -152,6 +192,7 @@ export class SendBackService {
           [ORIGIN_MESSAGE_ID]: originId,
           [DLQ_ORIGIN_TOPIC]: firstTopic,
           [DLQ_ORIGIN_MESSAGE_ID]: originId,
+          [SENT_BACK_DEAD_LETTER]: '1',
         },
       };
       const [r] = await this.store.append([record]);
@@ -181,7 +222,14 @@ export class SendBackService {
       properties: { ...m.properties, [RETRY_TOPIC]: firstTopic, [ORIGIN_MESSAGE_ID]: originId },
       deliveryTimestamp: dueAt,
     };
-    const [r] = await this.store.append([record]);
+    if (!this.timer) {
+      const [r] = await this.store.append([record]);
+      return { topic, queueId: level - 1, queueOffset: r!.queueOffset, deadLettered: false, dueAt };
+    }
+    await this.timer.prepareTopic(topic);
+    const waiting = this.timer.scheduleRecord(record, dueAt);
+    const [r] = await this.store.append([waiting]);
+    this.timer.scheduled([{ input: waiting, result: r! }]); // at once, as the append resolves
     return { topic, queueId: level - 1, queueOffset: r!.queueOffset, deadLettered: false, dueAt };
   }
 }

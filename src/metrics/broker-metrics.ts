@@ -32,6 +32,9 @@ export interface BrokerMetrics {
 const bool = (b: boolean) => (b ? 'true' : 'false');
 /** A broadcast consumer's state is kept as `group%BROADCAST%name`; series are per group. */
 const baseGroup = (g: string) => g.split('%BROADCAST%')[0]!;
+/** The producer group every Java Remoting client registers for its own use (`MixAll.CLIENT_INNER_PRODUCER_GROUP`). */
+const REMOTING_INNER_PRODUCER = 'CLIENT_INNER_PRODUCER';
+
 const CONSUME_MODE: Record<string, string> = {
   PUSH_CONSUMER: 'push',
   SIMPLE_CONSUMER: 'simple',
@@ -304,6 +307,22 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
       }
       for (const c of n.values())
         g.set({ language: c.language, version: c.version, protocol_type: 'grpc' }, c.count);
+      // Remoting producers: each client once, whatever its groups (not the group every Java client
+      // registers for its own internal producer, which consumers have too).
+      const remoting = new Map<string, { language: string; version: string }>();
+      for (const group of broker.consumers.producerGroupNames()) {
+        if (group === REMOTING_INNER_PRODUCER) continue;
+        for (const p of broker.consumers.producerClients(group)) {
+          remoting.set(p.clientId, { language: p.language.toLowerCase(), version: String(p.version) });
+        }
+      }
+      const r = new Map<string, { language: string; version: string; count: number }>();
+      for (const p of remoting.values()) {
+        const k = `${p.language}\u0000${p.version}`;
+        r.set(k, { ...p, count: (r.get(k)?.count ?? 0) + 1 });
+      }
+      for (const c of r.values())
+        g.set({ language: c.language, version: c.version, protocol_type: 'remoting' }, c.count);
     },
   );
   const consumerLabels = [
@@ -329,6 +348,20 @@ export function createBrokerMetrics(broker: Broker, opts: BrokerMetricsOptions):
       };
       const k = Object.values(labels).join('\u0000');
       n.set(k, { labels, count: (n.get(k)?.count ?? 0) + 1 });
+    }
+    for (const group of broker.consumers.groupNames()) {
+      for (const c of broker.consumers.clients(group)) {
+        const labels = {
+          consumer_group: group,
+          language: c.language.toLowerCase(),
+          version: String(c.version),
+          consume_mode: c.consumeType === 'CONSUME_ACTIVELY' ? 'pull' : 'push',
+          protocol_type: 'remoting',
+          is_system: bool(isSystemGroup(group)),
+        };
+        const k = Object.values(labels).join('\u0000');
+        n.set(k, { labels, count: (n.get(k)?.count ?? 0) + 1 });
+      }
     }
     for (const c of n.values()) g.set(c.labels, c.count);
   });

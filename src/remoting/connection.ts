@@ -1,6 +1,6 @@
 /**
  * One client connection (a RocketMQ "channel"): frames in, responses out, and the broker's own
- * one-way requests to the client (NOTIFY_CONSUMER_IDS_CHANGED). Requests in progress (long-polling
+ * one-way requests to the client (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE). Requests in progress (long-polling
  * pulls) are aborted when the connection closes.
  */
 import { setMaxListeners } from 'node:events';
@@ -18,6 +18,8 @@ export class RemotingConnection {
   readonly decoder: FrameDecoder;
   /** Requests in progress. */
   inflight = 0;
+  /** Producer groups of this connection taking orphaned-transaction checks → how to stop. */
+  readonly transactionChecks = new Map<string, () => void>();
   private readonly aborts = new AbortController();
   private closed = false;
 
@@ -65,6 +67,8 @@ export class RemotingConnection {
     if (this.closed) return;
     this.closed = true;
     this.aborts.abort();
+    for (const detach of this.transactionChecks.values()) detach();
+    this.transactionChecks.clear();
   }
 
   close(): void {

@@ -17,6 +17,8 @@ export interface EndpointInfo {
   readonly autoCreateTopics: boolean;
   /** Tell every client of a group to rebalance now (NOTIFY_CONSUMER_IDS_CHANGED). */
   notifyConsumerIdsChanged(group: string): void;
+  /** The opaque of the next request the broker sends a client. */
+  nextOpaque(): number;
 }
 
 export interface RequestContext {

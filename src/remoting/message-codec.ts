@@ -44,6 +44,8 @@ export const Prop = {
   ORIGIN_MESSAGE_ID: 'ORIGIN_MESSAGE_ID',
   RECONSUME_TIME: 'RECONSUME_TIME',
   MAX_RECONSUME_TIMES: 'MAX_RECONSUME_TIMES',
+  PRODUCER_GROUP: 'PGROUP',
+  CHECK_IMMUNITY_TIME: 'CHECK_IMMUNITY_TIME_IN_SECONDS',
 } as const;
 
 export function encodeProperties(props: Readonly<Record<string, string>>): string {

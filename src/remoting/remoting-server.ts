@@ -26,6 +26,7 @@ import { Header } from './header.js';
 import { parseHostAddress } from './message-codec.js';
 import { failureOf } from './status.js';
 import { processors } from './processors/index.js';
+import { isLongPolling, RemotingRpcStats } from './rpc-stats.js';
 
 export interface RemotingEndpointOptions {
   /** @defaultValue '127.0.0.1' */
@@ -52,6 +53,7 @@ export class RemotingEndpoint {
   private opaque = 0;
   private closing: Promise<void> | null = null;
   private info!: EndpointInfo;
+  private readonly rpcStats: RemotingRpcStats;
   private unsubscribe: () => void = () => {};
   /** Ports served: the main port first, then the VIP port if it could be bound. */
   readonly ports: number[] = [];
@@ -60,7 +62,9 @@ export class RemotingEndpoint {
     private readonly broker: Broker,
     private readonly opts: RemotingEndpointOptions,
     private readonly table: ReadonlyMap<number, Processor>,
-  ) {}
+  ) {
+    this.rpcStats = new RemotingRpcStats(broker.stats);
+  }
 
   static async start(broker: Broker, opts: RemotingEndpointOptions): Promise<RemotingEndpoint> {
     const e = new RemotingEndpoint(broker, opts, processors());
@@ -79,6 +83,7 @@ export class RemotingEndpoint {
       clusterName: opts.clusterName ?? 'DefaultCluster',
       autoCreateTopics: opts.autoCreateTopics,
       notifyConsumerIdsChanged: (group) => e.notifyConsumerIdsChanged(group),
+      nextOpaque: () => ++e.opaque,
     };
     if (opts.port !== 0 && opts.port >= 2 && opts.vipChannel !== false) {
       const vip = e.newServer();
@@ -208,6 +213,8 @@ export class RemotingEndpoint {
       return;
     }
     conn.inflight++;
+    const started = performance.now();
+    const longPolling = isLongPolling(cmd);
     const ctx: RequestContext = {
       broker: this.broker,
       conn,
@@ -220,10 +227,17 @@ export class RemotingEndpoint {
       .then(() => processor(ctx))
       .then(
         (reply) => {
+          this.rpcStats.observe(
+            cmd.code,
+            reply.code ?? ResponseCode.SUCCESS,
+            longPolling,
+            performance.now() - started,
+          );
           if (!isOneway(cmd)) this.respond(conn, cmd, reply);
         },
         (err: unknown) => {
           const f = failureOf(err, this.opts.logger, requestCodeName(cmd.code));
+          this.rpcStats.observe(cmd.code, f.code, longPolling, performance.now() - started);
           if (isOneway(cmd)) {
             this.opts.logger.debug({ code: cmd.code, remark: f.remark }, 'one-way Remoting request failed');
           } else this.respond(conn, cmd, f);
@@ -254,7 +268,7 @@ export class RemotingEndpoint {
   private notifyConsumerIdsChanged(group: string): void {
     for (const channel of this.broker.consumers.channelsOf(group)) {
       const conn = this.connections.get(channel);
-      conn?.notify(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, { consumerGroup: group }, ++this.opaque);
+      conn?.notify(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, { consumerGroup: group }, this.info.nextOpaque());
     }
   }
 }

@@ -235,7 +235,7 @@ describe('Remoting endpoint: send and pull', () => {
     assert.equal(found[0]?.body.toString(), 'hello');
   });
 
-  test('a send to an unknown topic is TOPIC_NOT_EXIST; reserved or delay properties are refused', async () => {
+  test('a send to an unknown topic is TOPIC_NOT_EXIST; reserved properties are refused; delays wait', async () => {
     const { topic } = await topicAndGroup();
     assert.equal(
       (await send(uniqueName('none'), 0, 'x', { UNIQ_KEY: 'A' })).code,
@@ -244,8 +244,9 @@ describe('Remoting endpoint: send and pull', () => {
     const reserved = await send(topic, 0, 'x', { UNIQ_KEY: 'A', REAL_TOPIC: 'x' });
     assert.equal(reserved.code, ResponseCode.MESSAGE_ILLEGAL);
     const delayed = await send(topic, 0, 'x', { UNIQ_KEY: 'A', DELAY: '3' });
-    assert.equal(delayed.code, ResponseCode.SYSTEM_ERROR);
-    assert.match(delayed.remark ?? '', /delay messages are not supported/);
+    assert.equal(delayed.code, ResponseCode.SUCCESS);
+    assert.equal(b.running.broker.queueState(topic, 0).maxOffset, 0, 'level 3 waits 10 s on the timer');
+    assert.equal((await b.running.broker.timer.status(topic)).scheduled, 1);
     const badQueue = await send(topic, 9, 'x', { UNIQ_KEY: 'A' });
     assert.equal(badQueue.code, ResponseCode.INVALID_PARAMETER);
   });
@@ -484,7 +485,7 @@ describe('Remoting endpoint: send back, retry topic, DLQ', () => {
     await b.running.broker.groups.upsert(group, { retryPolicy: { type: 'CUSTOMIZED', next: [300] } });
     await send(topic, 0, 'fail me', { UNIQ_KEY: 'F1', TAGS: 'TagA' });
     const [m] = decodePulled((await pull(group, topic, 0, 0)).body);
-    const back = (offset: number, delayLevel = 0) =>
+    const back = (offset: number, delayLevel = 0, maxReconsumeTimes = 2) =>
       c.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
         offset,
         group,
@@ -492,7 +493,7 @@ describe('Remoting endpoint: send back, retry topic, DLQ', () => {
         originMsgId: 'F1',
         originTopic: topic,
         unitMode: 'false',
-        maxReconsumeTimes: 2,
+        maxReconsumeTimes,
       });
     const t0 = Date.now();
     assert.equal((await back(m!.logPosition)).code, ResponseCode.SUCCESS);
@@ -511,14 +512,21 @@ describe('Remoting endpoint: send back, retry topic, DLQ', () => {
     assert.equal(r1!.props.RETRY_TOPIC, topic);
     assert.equal(r1!.props.ORIGIN_MESSAGE_ID, 'F1');
 
-    // An explicit delay level is kept (level 3 = 10 s → queue 2).
+    // An explicit delay level is kept (level 3 = 10 s → queue 2); the retry waits on the broker's
+    // timer, like every delay message, and reaches the retry topic only at its time.
+    const t1 = Date.now();
     assert.equal((await back(r1!.logPosition, 3)).code, ResponseCode.SUCCESS);
-    assert.equal(b.running.broker.queueState(retryTopic, 2).maxOffset, 1);
+    assert.equal(b.running.broker.queueState(retryTopic, 2).maxOffset, 0, 'not in the retry topic yet');
+    const waiting = await b.running.broker.timer.status(retryTopic);
+    assert.equal(waiting.scheduled, 1);
+    assert.ok(Math.abs(waiting.nextDueAt! - (t1 + 10_000)) < 1000, 'due after level 3 (10 s)');
     const stored = await b.running.broker.findMessageById('F1');
-    const second = stored.find((s) => s.topic === retryTopic && s.queueId === 2)!;
+    const second = stored.find((s) => s.topic === 'rmq_sys_wheel_timer')!;
+    assert.equal(second.properties.REAL_TOPIC, retryTopic);
+    assert.equal(second.properties.REAL_QID, '2');
     assert.equal(second.reconsumeTimes, 2);
-    // reconsumeTimes 2 ≥ maxReconsumeTimes 2: the next failure is a dead letter.
-    assert.equal((await back(second.logPosition)).code, ResponseCode.SUCCESS);
+    // reconsumeTimes 1 ≥ maxReconsumeTimes 1: the next failure is a dead letter.
+    assert.equal((await back(r1!.logPosition, 0, 1)).code, ResponseCode.SUCCESS);
     const dlq = await pull(group, `%DLQ%${group}`, 0, 0);
     const [dead] = decodePulled(dlq.body);
     assert.equal(dead!.body, 'fail me');

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
 import { tempDir } from '../helpers.js';
 import { decodeOffsetMessageId } from '../../src/remoting/message-codec.js';
+import { AdminOperations } from '../../src/admin/operations.js';
 import { javaClasspath, runJava, type ProgramEvent } from './client-programs.js';
 
 let b: TestBroker;
@@ -127,6 +128,31 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
     assert.deepEqual(dead.map((m) => m.body.toString()).sort(), ['retry 0', 'retry 1']);
     assert.equal(dead[0]!.properties.DLQ_ORIGIN_TOPIC, topic);
     assert.equal(dead[0]!.messageId, got.find((m) => m.body === dead[0]!.body.toString())!.msgId);
+  });
+
+  test('resendDlqMsg: dead letters of a Remoting group come back through %RETRY%<group>, same msgId', async () => {
+    const { topic, group } = await setup(2);
+    const first = of(await java('push', ns(), topic, group, 'dlq'), 'received');
+    const broker = b.running.broker;
+    assert.equal((await broker.deadLetters(group)).messages.length, 2);
+    // The group has read everything (its offsets may not have been committed before the JVM exited).
+    for (const t of [topic, `%RETRY%${group}`]) await broker.resetOffset(group, t, { offset: 1e9 });
+    const resent = await new AdminOperations(broker).resendDlqMsg(group);
+    assert.equal(resent.resent, 2);
+    const retryQueue = broker.queueState(`%RETRY%${group}`, 0);
+    assert.equal(retryQueue.maxOffset - retryQueue.minOffset, 4, 'two retries, then the two resent');
+    assert.equal(
+      broker.topics.list().filter((t) => t.name.startsWith(`%RETRY%${group}+`)).length,
+      0,
+      'nothing went to a gRPC retry topic',
+    );
+    const again = of(await java('consume', ns(), topic, group, '2'), 'received');
+    assert.deepEqual(bodies(again).sort(), ['retry 0', 'retry 1']);
+    for (const m of again) {
+      assert.equal(m.topic, topic, 'the client sees the original topic');
+      assert.equal(m.reconsumeTimes, 0, 'attempts counted afresh');
+      assert.equal(m.msgId, first.find((f) => f.body === m.body)!.msgId);
+    }
   });
 
   test('MessageListenerOrderly: per-queue order, held back while a message is suspended; queues locked', async () => {

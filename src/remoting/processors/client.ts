@@ -1,6 +1,6 @@
 /**
  * Client management: HEART_BEAT (consumers register their group, model and subscriptions; producers
- * their group), UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP (what clients rebalance queues over),
+ * their group, and take orphaned-transaction checks for it), UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP (what clients rebalance queues over),
  * LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (orderly consumers) and CHECK_CLIENT_CONFIG.
  */
 import { groupConsumerKinds } from '../../broker/group-kinds.js';
@@ -8,6 +8,7 @@ import { parseSubscription } from '../../broker/consumer-manager.js';
 import { ResponseCode } from '../codes.js';
 import type { Reply, RequestContext } from '../context.js';
 import { jsonBody, parseBody } from '../fastjson.js';
+import { stopTransactionChecks, takeTransactionChecks } from './transaction.js';
 
 interface SubscriptionData {
   topic?: string;
@@ -48,6 +49,7 @@ export async function heartbeat(ctx: RequestContext): Promise<Reply> {
       version: ctx.cmd.version,
       remoteAddress: ctx.conn.remoteAddress,
     });
+    takeTransactionChecks(ctx, p.groupName);
   }
   for (const c of hb.consumerDataSet ?? []) {
     const group = c.groupName;
@@ -89,7 +91,10 @@ export function unregisterClient(ctx: RequestContext): Reply {
   const consumerGroup = ctx.header.optStr('consumerGroup');
   const producerGroup = ctx.header.optStr('producerGroup');
   if (consumerGroup) ctx.broker.consumers.unregister(consumerGroup, clientId);
-  if (producerGroup) ctx.broker.consumers.unregisterProducer(producerGroup, clientId);
+  if (producerGroup) {
+    ctx.broker.consumers.unregisterProducer(producerGroup, clientId);
+    stopTransactionChecks(ctx.conn, producerGroup);
+  }
   return {};
 }
 

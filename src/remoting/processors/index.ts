@@ -4,6 +4,7 @@ import type { Processor } from '../context.js';
 import { getBrokerClusterInfo, getRouteInfoByTopic } from './route.js';
 import { consumerSendMsgBack, sendBatchMessage, sendMessage } from './send.js';
 import { pullMessage } from './pull.js';
+import { endTransaction } from './transaction.js';
 import {
   getMaxOffset,
   getMinOffset,
@@ -53,6 +54,7 @@ export function processors(): ReadonlyMap<number, Processor> {
     [R.SEND_MESSAGE, sendMessage(false)],
     [R.SEND_MESSAGE_V2, sendMessage(true)],
     [R.SEND_BATCH_MESSAGE, sendBatchMessage],
+    [R.END_TRANSACTION, endTransaction],
     // consumers
     [R.PULL_MESSAGE, pullMessage],
     [R.LITE_PULL_MESSAGE, pullMessage],

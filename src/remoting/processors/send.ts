@@ -16,6 +16,13 @@ import { ResponseCode } from '../codes.js';
 import type { Reply, RequestContext } from '../context.js';
 import { Header } from '../header.js';
 import {
+  checkImmunityMsOf,
+  deliveryTimeOf,
+  isTransactionPrepared,
+  remotingProducerKey,
+  SEND_CONTROL_PROPERTIES,
+} from '../special-sends.js';
+import {
   decodeBatch,
   decodeProperties,
   decompressBody,
@@ -24,6 +31,7 @@ import {
   type BatchEntry,
 } from '../message-codec.js';
 import { AUTO_CREATE_TOPIC } from './route.js';
+import { takeTransactionChecks } from './transaction.js';
 
 /** SEND_MESSAGE_V2's single-letter keys → SendMessageRequestHeader's names. */
 const V2_KEYS: Record<string, string> = {
@@ -52,11 +60,19 @@ function sendHeader(ctx: RequestContext, v2: boolean): Header {
 
 /** Properties that live in fields of their own, or only matter to the send itself. */
 const FIELD_PROPERTIES = new Set<string>([Prop.UNIQ_KEY, Prop.TAGS, Prop.KEYS, Prop.WAIT, Prop.SHARDING_KEY]);
-const DELAY_PROPERTIES = ['TIMER_DELIVER_MS', 'TIMER_DELAY_SEC', 'TIMER_DELAY_MS'];
 
 /** A UNIQ_KEY-shaped id for messages that arrive without one (32 hex characters). */
 function newUniqKey(): string {
   return randomBytes(16).toString('hex').toUpperCase();
+}
+
+interface SendExtra {
+  queueId?: number;
+  bornTimestamp?: number;
+  /** The header's sysFlag (TRANSACTION_PREPARED marks a half message). */
+  sysFlag?: number;
+  /** The header's producer group: whose producers resolve an orphaned transaction. */
+  producerGroup?: string;
 }
 
 function toProduceMessage(
@@ -64,20 +80,36 @@ function toProduceMessage(
   topic: string,
   body: Buffer,
   properties: Record<string, string>,
-  extra: { queueId?: number; bornTimestamp?: number },
+  extra: SendExtra,
 ): ProduceMessage {
-  if (
-    (properties[Prop.DELAY] && properties[Prop.DELAY] !== '0') ||
-    DELAY_PROPERTIES.some((k) => properties[k])
-  ) {
-    throw new VelaError('NOT_IMPLEMENTED', 'delay messages are not supported by this broker yet');
-  }
-  if (properties[Prop.TRAN_MSG] === 'true') {
-    throw new VelaError('NOT_IMPLEMENTED', 'transactional messages are not supported by this broker yet');
+  const due = deliveryTimeOf(properties, ctx.broker.clock.now());
+  const transaction = isTransactionPrepared(properties, extra.sysFlag ?? 0);
+  if (transaction && due !== undefined) {
+    throw new VelaError(
+      'MESSAGE_CORRUPTED',
+      'a transactional message cannot also carry a delay or delivery time',
+    );
   }
   const user: Record<string, string> = {};
-  for (const k in properties) if (!FIELD_PROPERTIES.has(k) && k !== Prop.DELAY) user[k] = properties[k]!;
+  for (const k in properties) {
+    if (!FIELD_PROPERTIES.has(k) && !SEND_CONTROL_PROPERTIES.has(k)) user[k] = properties[k]!;
+  }
   const keys = (properties[Prop.KEYS] ?? '').split(' ').filter((k) => k !== '');
+  let special: Partial<ProduceMessage> = {};
+  if (due !== undefined) special = { deliveryTimestamp: due, messageType: 'DELAY' };
+  else if (transaction) {
+    const group = extra.producerGroup ?? properties[Prop.PRODUCER_GROUP] ?? '';
+    // The connection that sends a half message is a live producer of its group: it takes the
+    // group's checks from now on, even if its first heartbeat has not reached this broker yet
+    // (the Java client heartbeats a broker only once it has a route to it, then every 30 s).
+    if (group) takeTransactionChecks(ctx, group);
+    const recoveryMs = checkImmunityMsOf(properties);
+    special = {
+      messageType: 'TRANSACTION',
+      ...(group ? { producerClientId: remotingProducerKey(group) } : {}),
+      ...(recoveryMs !== undefined ? { transactionRecoveryMs: recoveryMs } : {}),
+    };
+  }
   return {
     topic,
     messageId: properties[Prop.UNIQ_KEY] || newUniqKey(),
@@ -89,6 +121,7 @@ function toProduceMessage(
     ...(extra.bornTimestamp ? { bornTimestamp: extra.bornTimestamp } : {}),
     bornHost: ctx.conn.remoteAddress,
     ...(extra.queueId !== undefined && extra.queueId >= 0 ? { queueId: extra.queueId } : {}),
+    ...special,
     checkType: false,
   };
 }
@@ -110,6 +143,7 @@ function receiptReply(ctx: RequestContext, receipts: SendReceipt[]): Reply {
       msgId: ids.join(','),
       queueId: first.queueId,
       queueOffset: first.queueOffset,
+      ...(first.transactionId ? { transactionId: first.transactionId } : {}),
       MSG_REGION: 'DefaultRegion',
       TRACE_ON: 'true',
     },
@@ -136,10 +170,13 @@ export function sendMessage(v2: boolean) {
     await ensureTopic(ctx, topic, h);
     const queueId = h.optInt('queueId');
     const bornTimestamp = h.optInt('bornTimestamp');
+    const producerGroup = h.optStr('producerGroup');
     return produce(ctx, [
       toProduceMessage(ctx, topic, body, properties, {
         ...(queueId !== undefined ? { queueId } : {}),
         ...(bornTimestamp !== undefined ? { bornTimestamp } : {}),
+        sysFlag: h.optInt('sysFlag') ?? 0,
+        ...(producerGroup ? { producerGroup } : {}),
       }),
     ]);
   };

@@ -17,8 +17,12 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageClientExt;
@@ -35,6 +39,8 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *   push NS TOPIC GROUP MODE [N]         MODE: concurrent | retry | dlq | orderly | broadcast
  *   litepull-subscribe NS TOPIC GROUP N  two lite pull consumers share the topic's queues
  *   litepull-assign NS TOPIC GROUP       assign queue 0, read it, seek back to offset 2, poll
+ *   delay NS TOPIC GROUP                 delay levels and timer properties, received by a push consumer
+ *   transaction NS TOPIC GROUP           TransactionMQProducer: commit, rollback, unknown → checker
  *   send NS TOPIC N [TAG]                N sync sends (for cross-protocol tests)
  *   consume NS TOPIC GROUP N             a push consumer printing N messages (cross-protocol)
  *   bench NS TOPIC GROUP N SIZE THREADS  throughput: N sync sends of SIZE bytes from THREADS threads,
@@ -51,6 +57,8 @@ public class VelaRemotingClient {
                 case "push": push(args[2], args[3], args[4], args.length > 5 ? Integer.parseInt(args[5]) : 0); break;
                 case "litepull-subscribe": litePullSubscribe(args[2], args[3], Integer.parseInt(args[4])); break;
                 case "litepull-assign": litePullAssign(args[2], args[3]); break;
+                case "delay": delay(args[2], args[3]); break;
+                case "transaction": transaction(args[2], args[3]); break;
                 case "send": send(args[2], Integer.parseInt(args[3]), args.length > 4 ? args[4] : "TagA"); break;
                 case "consume": consume(args[2], args[3], Integer.parseInt(args[4])); break;
                 case "bench": bench(args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6])); break;
@@ -104,7 +112,7 @@ public class VelaRemotingClient {
         out("received", "who", who, "msgId", m.getMsgId(), "offsetMsgId", m instanceof MessageClientExt ? ((MessageClientExt) m).getOffsetMsgId() : null, "topic", m.getTopic(),
             "tags", m.getTags(), "keys", m.getKeys(), "body", new String(m.getBody(), StandardCharsets.UTF_8),
             "queueId", m.getQueueId(), "queueOffset", m.getQueueOffset(), "reconsumeTimes", m.getReconsumeTimes(),
-            "properties", new TreeMap<>(m.getProperties()));
+            "properties", new TreeMap<>(m.getProperties()), "at", System.currentTimeMillis());
     }
 
     static DefaultMQProducer producer() throws Exception {
@@ -333,6 +341,111 @@ public class VelaRemotingClient {
             while (got.size() < 3 && System.currentTimeMillis() < until) got.addAll(c.poll(300));
             for (MessageExt m : got) received("assign", m);
             out("queues", "count", mqs.size());
+        } finally {
+            c.shutdown();
+            p.shutdown();
+        }
+    }
+
+    /**
+     * Delay levels 1 (1 s) and 2 (5 s), level 19 (above the highest: clamped to 18, 2 h), and the 5.x
+     * timer properties (TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS, one of them in the past),
+     * consumed by a push consumer that is already running. "sent" carries the time before the send.
+     */
+    static void delay(String topic, String group) throws Exception {
+        DefaultMQProducer p = producer();
+        CountDownLatch latch = new CountDownLatch(6);
+        DefaultMQPushConsumer c = pushConsumer(group, "delay");
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) { received("delay", m); latch.countDown(); }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        try {
+            String[] kinds = {"level-1", "level-2", "level-19", "sec-2", "ms-1500", "deliver-2500", "deliver-past"};
+            for (String kind : kinds) {
+                Message m = msg(topic, "TagD", kind, kind);
+                long before = System.currentTimeMillis();
+                switch (kind) {
+                    case "level-1": m.setDelayTimeLevel(1); break;
+                    case "level-2": m.setDelayTimeLevel(2); break;
+                    case "level-19": m.setDelayTimeLevel(19); break;
+                    case "sec-2": m.setDelayTimeSec(2); break;
+                    case "ms-1500": m.setDelayTimeMs(1500); break;
+                    case "deliver-2500": m.setDeliverTimeMs(before + 2500); break;
+                    default: m.setDeliverTimeMs(before - 1000); break;
+                }
+                SendResult r = p.send(m);
+                out("sent", "kind", kind, "status", r.getSendStatus().name(), "msgId", r.getMsgId(), "before", before);
+            }
+            await(latch, "delayed messages");
+            Thread.sleep(500);
+            commitSync(c);
+        } finally {
+            c.shutdown();
+            p.shutdown();
+        }
+    }
+
+    /**
+     * A TransactionMQProducer: "commit" and "rollback" end at once; "unknown-commit" is UNKNOW until
+     * the broker's second check, which commits it; "unknown-rollback" is rolled back by the first
+     * check. A push consumer of GROUP prints what becomes visible.
+     */
+    static void transaction(String topic, String group) throws Exception {
+        TransactionMQProducer p = new TransactionMQProducer("TPG_" + System.nanoTime());
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("t" + System.nanoTime());
+        p.setSendMsgTimeout(10_000);
+        p.setMqClientApiTimeout(10_000);
+        Map<String, Integer> checks = new ConcurrentHashMap<>();
+        CountDownLatch resolved = new CountDownLatch(2);
+        p.setTransactionListener(new TransactionListener() {
+            public LocalTransactionState executeLocalTransaction(Message m, Object arg) {
+                String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                out("executed", "body", body, "transactionId", m.getTransactionId());
+                if (body.equals("commit")) return LocalTransactionState.COMMIT_MESSAGE;
+                if (body.equals("rollback")) return LocalTransactionState.ROLLBACK_MESSAGE;
+                return LocalTransactionState.UNKNOW;
+            }
+
+            public LocalTransactionState checkLocalTransaction(MessageExt m) {
+                String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                int n = checks.merge(body, 1, Integer::sum);
+                out("checked", "body", body, "times", n, "topic", m.getTopic(), "keys", m.getKeys(), "tags", m.getTags(),
+                    "transactionId", m.getTransactionId(), "properties", new TreeMap<>(m.getProperties()), "at", System.currentTimeMillis());
+                if (body.equals("unknown-commit")) {
+                    if (n < 2) return LocalTransactionState.UNKNOW;
+                    resolved.countDown();
+                    return LocalTransactionState.COMMIT_MESSAGE;
+                }
+                if (body.equals("unknown-rollback")) {
+                    resolved.countDown();
+                    return LocalTransactionState.ROLLBACK_MESSAGE;
+                }
+                return LocalTransactionState.UNKNOW;
+            }
+        });
+        p.start();
+        CountDownLatch visible = new CountDownLatch(2);
+        DefaultMQPushConsumer c = pushConsumer(group, "tx");
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) { received("tx", m); visible.countDown(); }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        try {
+            for (String body : new String[] {"commit", "rollback", "unknown-commit", "unknown-rollback"}) {
+                TransactionSendResult r = p.sendMessageInTransaction(msg(topic, "TagT", "tx-" + body, body), null);
+                out("sent", "kind", body, "status", r.getSendStatus().name(), "localState", r.getLocalTransactionState().name(),
+                    "msgId", r.getMsgId(), "offsetMsgId", r.getOffsetMsgId(), "transactionId", r.getTransactionId(), "at", System.currentTimeMillis());
+            }
+            await(resolved, "the checks");
+            await(visible, "the committed messages");
+            Thread.sleep(1500); // a rolled-back message would show up now
+            commitSync(c);
         } finally {
             c.shutdown();
             p.shutdown();

@@ -143,6 +143,7 @@ export class Broker {
       config.consume.maxPollMs,
       clock,
       (g) => this.consumers.clusteringIds(g),
+      this.consume.parking,
     );
     this.pull.observer = observer;
     this.flow = new FlowControl(this.consume, config.flowControl, logger.child({ module: 'flow' }));

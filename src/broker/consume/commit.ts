@@ -12,7 +12,7 @@ export function settle(ctx: ConsumeContext, s: GroupTopicState, key: string): De
   s.deliveries.delete(key);
   if (d.fifoKey && s.blocked.get(d.fifoKey) === key) {
     s.blocked.delete(d.fifoKey);
-    ctx.waiters.wake(s.topic);
+    ctx.waiters.wake(s.topic, s.group);
   }
   if (d.fifoKey && d.source === Source.TOPIC) {
     s.fifoQueue(d.queueId, d.offset).settle(d.offset, s.topicNext.get(d.queueId) ?? 0, (o) =>

@@ -10,6 +10,7 @@ import { Source, deliveryKey, type Delivery, type GroupTopicState } from './deli
 export function settle(ctx: ConsumeContext, s: GroupTopicState, key: string): Delivery {
   const d = s.deliveries.get(key)!;
   s.deliveries.delete(key);
+  ctx.heap.noteStale();
   if (d.fifoKey && s.blocked.get(d.fifoKey) === key) {
     s.blocked.delete(d.fifoKey);
     ctx.waiters.wake(s.topic, s.group);

@@ -95,6 +95,7 @@ export class ConsumeContext {
         if ('wake' in item) this.waiters.wake(item.wake);
         else onDeadline(item, at);
       },
+      (item, at) => !('wake' in item) && !this.isCurrent(item, at),
     );
   }
 
@@ -110,6 +111,12 @@ export class ConsumeContext {
   /** Resolves once every serialized task submitted so far has finished. */
   drain(): Promise<void> {
     return this.executor.drain();
+  }
+
+  /** Whether a deadline in the heap is still its delivery's (neither settled, re-armed nor forgotten since). */
+  isCurrent({ state, key, nonce }: DeliveryDeadline, at: number): boolean {
+    const d = state.deliveries.get(key);
+    return d !== undefined && d.nonce === nonce && d.deadline === at && this.states.isLive(state);
   }
 
   /** Expire (or make due) `key` of `state` at the delivery's deadline. */

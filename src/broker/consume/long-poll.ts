@@ -14,6 +14,7 @@
  * receives to find it gone. Requests without a key (pulls, which read without taking) are all woken.
  */
 import { VelaError } from '../../common/errors.js';
+import { MAX_TIMER_MS } from '../../common/timers.js';
 
 /** Why a parked request stopped waiting. */
 export type WakeReason = 'woken' | 'timeout' | 'aborted' | 'displaced' | 'stopped';
@@ -166,7 +167,8 @@ export class LongPollWaiters {
       let set = keys.get(key);
       if (!set) keys.set(key, (set = new Set()));
       set.add(entry);
-      timer = setTimeout(() => finish('timeout'), ms);
+      // Callers look again when a wait ends early, so a wait past one timer's range is cut to it.
+      timer = setTimeout(() => finish('timeout'), Math.min(ms, MAX_TIMER_MS));
       signal?.addEventListener('abort', onAbort, { once: true });
     });
     return {

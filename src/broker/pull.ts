@@ -70,6 +70,8 @@ export class PullService {
   private readonly waiters: LongPollWaiters;
   /** Told of the messages each pull returns (counters, delivery history); set by the broker. */
   observer?: PullObserver;
+  /** Told each time a broadcast consumer's state is used (broadcast-retention.ts); set by the broker. */
+  onBroadcastUse?: (consumer: string) => void;
 
   constructor(
     private readonly store: MessageStore,
@@ -109,7 +111,17 @@ export class PullService {
     const s = this.sessions.get(clientId);
     if (!this.isBroadcast(s, group)) return group;
     const name = s?.properties?.[CONSUMER_NAME_PROPERTY] || clientId;
-    return `${group}%BROADCAST%${name}`;
+    const consumer = `${group}%BROADCAST%${name}`;
+    this.onBroadcastUse?.(consumer);
+    return consumer;
+  }
+
+  /** The broadcast consumers (`group%BROADCAST%<name>`) that live sessions stand for. */
+  liveBroadcastConsumers(): string[] {
+    return this.sessions
+      .list()
+      .filter((s) => s.group && this.sessions.isAlive(s.clientId) && this.isBroadcast(s, s.group))
+      .map((s) => `${s.group}%BROADCAST%${s.properties?.[CONSUMER_NAME_PROPERTY] || s.clientId}`);
   }
 
   /** The queues of `topic` this client owns in its group. */

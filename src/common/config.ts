@@ -133,6 +133,12 @@ export const CONSUME_SCHEMA = {
     'count',
     { min: 1 },
   ),
+  broadcastStateRetentionMs: num(
+    7 * 24 * 3600_000,
+    "a broadcast consumer's kept state (positions, in-flight messages, offsets) is forgotten once no live consumer has used it for this long",
+    'ms',
+    { min: 1 },
+  ),
   maxInflightPerGroup: num(
     200_000,
     'deliveries in flight per (group, topic); beyond it a receive answers `TOO_MANY_REQUESTS`',

@@ -27,18 +27,27 @@ export interface AdminHttpOptions {
   metrics?: BrokerMetrics | null;
 }
 
+/**
+ * Query strings with one value per name: a repeated name (`?key=a&key=b`) keeps its last value
+ * instead of becoming an array that every handler would have to expect.
+ */
+function singleValued(query: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of new URLSearchParams(query)) out[k] = v;
+  return out;
+}
+
 export async function startAdminHttp(
   ops: AdminOperations,
   opts: AdminHttpOptions,
 ): Promise<{ app: FastifyInstance; port: number }> {
+  const base = {
+    logger: false,
+    bodyLimit: 8 * 1024 * 1024,
+    routerOptions: { querystringParser: singleValued },
+  };
   const app = (
-    opts.https
-      ? Fastify({
-          logger: false,
-          bodyLimit: 8 * 1024 * 1024,
-          https: { ...opts.https, minVersion: 'TLSv1.2' },
-        })
-      : Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 })
+    opts.https ? Fastify({ ...base, https: { ...opts.https, minVersion: 'TLSv1.2' } }) : Fastify(base)
   ) as FastifyInstance;
   app.addHook('onRequest', accessHook({ token: opts.token }));
   app.addHook('onRequest', aclAuthHook(ops.accessControl));

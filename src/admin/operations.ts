@@ -109,6 +109,9 @@ export class AdminOperations {
 
   async updateTopic(input: UpdateTopicInput): Promise<TopicView> {
     if (!input.topic) throw new VelaError('ILLEGAL_TOPIC', 'a topic name is required');
+    const a = input.attributes;
+    if (a !== undefined && (a === null || typeof a !== 'object' || Array.isArray(a)))
+      throw new VelaError('ILLEGAL_TOPIC_CONFIG', 'attributes must be an object of names to string values');
     return topicView(
       await this.broker.topics.upsert(input.topic, {
         ...(input.readQueueNums !== undefined ? { readQueueNums: input.readQueueNums } : {}),

@@ -22,6 +22,7 @@ import { ReceiptHandles } from './receipt-handle.js';
 import { FlowControl } from './flow-control.js';
 import { dlqTopicOf, resendRecord } from './consume/retry-records.js';
 import { OffsetStore } from './offsets.js';
+import { BroadcastRetention, isBroadcastConsumer } from './broadcast-retention.js';
 import { PullService } from './pull.js';
 import { ConsumerManager } from './consumer-manager.js';
 import { QueueLocks } from './queue-locks.js';
@@ -74,6 +75,8 @@ export class Broker {
   readonly sendBack: SendBackService;
   /** Delay (scheduled) messages. */
   readonly timer: TimerService;
+  /** Forgets the state of broadcast consumers unused for a long time. */
+  readonly broadcastRetention: BroadcastRetention;
   /** Transactional (half) messages. */
   readonly transactions: TransactionService;
   /** Live client streams the broker can send commands through. */
@@ -150,8 +153,24 @@ export class Broker {
       config.consume.maxPollMs,
       clock,
       (g) => this.consumers.clusteringIds(g),
+      this.consume.parking,
     );
     this.pull.observer = observer;
+    this.broadcastRetention = new BroadcastRetention({
+      now: () => clock.now(),
+      retentionMs: config.consume.broadcastStateRetentionMs,
+      known: () =>
+        [...this.consume.groupTopics().map((gt) => gt.group), ...this.offsets.groupNames()].filter(
+          isBroadcastConsumer,
+        ),
+      live: () => this.pull.liveBroadcastConsumers(),
+      forget: async (consumer) => {
+        await this.consume.forget({ group: consumer });
+        await this.offsets.forget({ group: consumer });
+      },
+      logger: logger.child({ module: 'broadcast' }),
+    });
+    this.pull.onBroadcastUse = (consumer) => this.broadcastRetention.used(consumer);
     this.flow = new FlowControl(this.consume, config.flowControl, logger.child({ module: 'flow' }));
     this.produce = new ProduceService(store, this.topics, config.produce, {
       autoCreateTopics: config.autoCreateTopics,
@@ -287,6 +306,14 @@ export class Broker {
       broker.flow.start();
       broker.timers.interval(() => sessions.sweep(), 5_000, { unref: true });
       broker.timers.interval(() => broker.consumers.sweep(), 10_000, { unref: true });
+      broker.timers.interval(
+        () =>
+          void broker.broadcastRetention
+            .sweep()
+            .catch((err) => logger.error({ err }, 'could not forget unused broadcast state')),
+        Math.max(1000, Math.min(3600_000, config.consume.broadcastStateRetentionMs / 4)),
+        { unref: true },
+      );
       return broker;
     } catch (err) {
       await store.close();

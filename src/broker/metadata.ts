@@ -91,8 +91,29 @@ export function parseMessageType(value: string, allowMixed: boolean): MessageTyp
   return v as MessageType;
 }
 
+/** Bounds on what a topic's attributes may hold: they are kept in memory and in every state snapshot. */
+export const MAX_TOPIC_ATTRIBUTES = 32;
+export const MAX_ATTRIBUTE_KEY_LENGTH = 64;
+export const MAX_ATTRIBUTE_VALUE_LENGTH = 1024;
+const ATTRIBUTE_KEY = /^[A-Za-z0-9._-]+$/;
+
+/** Longest retry interval (a retry policy step, a FIFO group's retry interval): one year. */
+export const MAX_RETRY_INTERVAL_MS = 365 * 24 * 3600_000;
+
 export function checkTopicConfig(t: TopicConfig): void {
   const bad = (why: string) => new VelaError('ILLEGAL_TOPIC_CONFIG', why);
+  const attributes = Object.entries(t.attributes);
+  if (attributes.length > MAX_TOPIC_ATTRIBUTES)
+    throw bad(`a topic has at most ${MAX_TOPIC_ATTRIBUTES} attributes (${attributes.length} given)`);
+  for (const [k, v] of attributes) {
+    if (k.length > MAX_ATTRIBUTE_KEY_LENGTH || !ATTRIBUTE_KEY.test(k)) {
+      throw bad(
+        `attribute names are 1 to ${MAX_ATTRIBUTE_KEY_LENGTH} letters, digits, '.', '_' or '-' ("${k.slice(0, 40)}" is not)`,
+      );
+    }
+    if (typeof v !== 'string' || v.length > MAX_ATTRIBUTE_VALUE_LENGTH)
+      throw bad(`attribute ${k}: a value is a string of at most ${MAX_ATTRIBUTE_VALUE_LENGTH} characters`);
+  }
   for (const [k, v] of [
     ['readQueueNums', t.readQueueNums],
     ['writeQueueNums', t.writeQueueNums],
@@ -107,7 +128,11 @@ export function checkGroupConfig(g: GroupConfig): void {
   if (!Number.isInteger(g.retryMaxTimes) || g.retryMaxTimes < 0 || g.retryMaxTimes > 1000) {
     throw bad('retryMaxTimes must be an integer from 0 to 1000');
   }
-  if (!Number.isFinite(g.fifoRetryIntervalMs) || g.fifoRetryIntervalMs < 0) {
-    throw bad('fifoRetryIntervalMs must be ≥ 0');
+  if (
+    !Number.isFinite(g.fifoRetryIntervalMs) ||
+    g.fifoRetryIntervalMs < 0 ||
+    g.fifoRetryIntervalMs > MAX_RETRY_INTERVAL_MS
+  ) {
+    throw bad(`fifoRetryIntervalMs must be from 0 to ${MAX_RETRY_INTERVAL_MS} ms (a year)`);
   }
 }

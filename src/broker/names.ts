@@ -117,3 +117,60 @@ export function isSystemGroup(name: string): boolean {
 export function dlqTopicOf(group: string): string {
   return `${DLQ_PREFIX}${group}`;
 }
+
+/** Longest client id (`x-mq-client-id`): it is kept with every delivery the client holds. */
+export const MAX_CLIENT_ID_LENGTH = 512;
+/** Longest namespace (`x-mq-namespace`, `resource_namespace`): it becomes part of stored names. */
+export const MAX_NAMESPACE_LENGTH = 64;
+/** Bounds on the properties a client declares in its Settings (kept with its session). */
+export const MAX_CLIENT_PROPERTIES = 64;
+export const MAX_CLIENT_PROPERTY_KEY_LENGTH = 128;
+export const MAX_CLIENT_PROPERTY_VALUE_LENGTH = 1024;
+/** Longest broadcast consumer name: it names the consumer's kept state (`<group>%BROADCAST%<name>`). */
+export const MAX_CONSUMER_NAME_LENGTH = 64;
+const NAMESPACE = /^[a-zA-Z0-9_-]*$/;
+const CONSUMER_NAME = /^[a-zA-Z0-9_-]+$/;
+
+export function checkClientId(id: string): void {
+  if (id.length > MAX_CLIENT_ID_LENGTH) {
+    throw new VelaError(
+      'BAD_REQUEST',
+      `the client id is longer than ${MAX_CLIENT_ID_LENGTH} characters (${id.length})`,
+    );
+  }
+}
+
+export function checkNamespace(ns: string): void {
+  if (ns.length > MAX_NAMESPACE_LENGTH || !NAMESPACE.test(ns)) {
+    throw new VelaError(
+      'BAD_REQUEST',
+      `a namespace is at most ${MAX_NAMESPACE_LENGTH} letters, digits, '_' or '-' ("${ns.slice(0, 40)}" is not)`,
+    );
+  }
+}
+
+/** A client's declared properties; `consumerNameKey` names the one that must be a legal consumer name. */
+export function checkClientProperties(props: Record<string, string>, consumerNameKey: string): void {
+  const entries = Object.entries(props);
+  if (entries.length > MAX_CLIENT_PROPERTIES)
+    throw new VelaError('BAD_REQUEST', `a client declares at most ${MAX_CLIENT_PROPERTIES} properties`);
+  for (const [k, v] of entries) {
+    if (k.length > MAX_CLIENT_PROPERTY_KEY_LENGTH || String(v).length > MAX_CLIENT_PROPERTY_VALUE_LENGTH) {
+      throw new VelaError(
+        'BAD_REQUEST',
+        `client property "${k.slice(0, 40)}": keys are at most ${MAX_CLIENT_PROPERTY_KEY_LENGTH} characters, values ${MAX_CLIENT_PROPERTY_VALUE_LENGTH}`,
+      );
+    }
+  }
+  const name = props[consumerNameKey];
+  if (
+    name !== undefined &&
+    name !== '' &&
+    (name.length > MAX_CONSUMER_NAME_LENGTH || !CONSUMER_NAME.test(name))
+  ) {
+    throw new VelaError(
+      'ILLEGAL_CONSUMER_GROUP',
+      `${consumerNameKey} is at most ${MAX_CONSUMER_NAME_LENGTH} letters, digits, '_' or '-' ("${name.slice(0, 40)}" is not)`,
+    );
+  }
+}

@@ -77,6 +77,11 @@ export class OffsetStore implements StateParticipant {
     return [...out];
   }
 
+  /** Every group name with offsets (broadcast consumers' `group%BROADCAST%<name>` included). */
+  groupNames(): Set<string> {
+    return new Set([...this.offsets.keys()].map((k) => k.slice(0, k.indexOf('\u0000'))));
+  }
+
   hasGroup(group: string): boolean {
     for (const k of this.offsets.keys()) if (k.startsWith(`${group}\u0000`)) return true;
     return false;

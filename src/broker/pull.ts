@@ -21,7 +21,8 @@ import type { GroupRegistry } from './group-registry.js';
 import type { SessionRegistry, ClientSession } from './sessions.js';
 import type { OffsetStore } from './offsets.js';
 import { allocateAveragely } from './assignment.js';
-import { LongPollWaiters } from './consume/long-poll.js';
+import type { ParkingLot } from './consume/long-poll.js';
+import { LongPollWaiters, type Parker } from './consume/long-poll.js';
 import type { PullObserver } from './consume-observer.js';
 
 export interface PullRequest {
@@ -34,6 +35,8 @@ export interface PullRequest {
   filter: TagFilter;
   pollMs: number;
   clientId: string;
+  /** Whom the parking limits count this pull against, when not the client id (a Remoting connection). */
+  parker?: string;
   signal?: AbortSignal;
 }
 
@@ -64,9 +67,11 @@ export const CONSUME_MODE_PROPERTY = 'vela.consume.mode';
 export const CONSUMER_NAME_PROPERTY = 'vela.consumer.name';
 
 export class PullService {
-  private readonly waiters = new LongPollWaiters();
+  private readonly waiters: LongPollWaiters;
   /** Told of the messages each pull returns (counters, delivery history); set by the broker. */
   observer?: PullObserver;
+  /** Told each time a broadcast consumer's state is used (broadcast-retention.ts); set by the broker. */
+  onBroadcastUse?: (consumer: string) => void;
 
   constructor(
     private readonly store: MessageStore,
@@ -79,7 +84,10 @@ export class PullService {
     private readonly clock: Clock,
     /** Other members sharing the group's queues (queue-granularity clients registered by heartbeat). */
     private readonly otherMembers: (group: string) => readonly string[] = () => [],
+    /** Where parked pulls wait: the lot the broker's receives share (unlimited when absent). */
+    parking?: ParkingLot,
   ) {
+    this.waiters = new LongPollWaiters(parking);
     store.onArrival((topic) => this.waiters.wake(topic));
   }
 
@@ -103,7 +111,17 @@ export class PullService {
     const s = this.sessions.get(clientId);
     if (!this.isBroadcast(s, group)) return group;
     const name = s?.properties?.[CONSUMER_NAME_PROPERTY] || clientId;
-    return `${group}%BROADCAST%${name}`;
+    const consumer = `${group}%BROADCAST%${name}`;
+    this.onBroadcastUse?.(consumer);
+    return consumer;
+  }
+
+  /** The broadcast consumers (`group%BROADCAST%<name>`) that live sessions stand for. */
+  liveBroadcastConsumers(): string[] {
+    return this.sessions
+      .list()
+      .filter((s) => s.group && this.sessions.isAlive(s.clientId) && this.isBroadcast(s, s.group))
+      .map((s) => `${s.group}%BROADCAST%${s.properties?.[CONSUMER_NAME_PROPERTY] || s.clientId}`);
   }
 
   /** The queues of `topic` this client owns in its group. */
@@ -155,13 +173,22 @@ export class PullService {
     }
     const batch = Math.min(MAX_PULL_BATCH, Math.max(1, req.batchSize ?? 32));
     const until = this.clock.now() + Math.max(0, Math.min(req.pollMs, this.maxPollMs));
+    // Pulls read without taking: every parked pull of the topic is woken (no wake key).
+    const parker: Parker = { client: req.parker ?? req.clientId, group };
     for (;;) {
-      const wait = this.waiters.park(req.topic, until - this.clock.now(), req.signal);
-      const r = await this.store.read(req.topic, req.queueId, req.offset, {
-        maxCount: batch,
-        maxBytes: PULL_MAX_BYTES,
-        tagHashes: req.filter.hashes,
-      });
+      // Register interest before looking, so an arrival during the read is not missed.
+      let wait = this.waiters.park(req.topic, until - this.clock.now(), parker, req.signal);
+      let r;
+      try {
+        r = await this.store.read(req.topic, req.queueId, req.offset, {
+          maxCount: batch,
+          maxBytes: PULL_MAX_BYTES,
+          tagHashes: req.filter.hashes,
+        });
+      } catch (err) {
+        wait.cancel();
+        throw err;
+      }
       const base = { minOffset: r.minOffset, maxOffset: r.maxOffset };
       if (r.status === 'OFFSET_TOO_SMALL') {
         wait.cancel();
@@ -183,8 +210,8 @@ export class PullService {
           reason: `offset ${req.offset} is past the end of the queue (${r.nextOffset})`,
         };
       }
+      const now = this.clock.now();
       if (r.status === 'FOUND') {
-        const now = this.clock.now();
         const notDue = r.messages.findIndex((m) => m.deliveryTimestamp > now);
         if (notDue !== 0) {
           wait.cancel();
@@ -201,18 +228,29 @@ export class PullService {
         }
         // The head is not due yet: wait for it (or for the poll to end).
         wait.cancel();
-        if (this.clock.now() >= until || req.signal?.aborted) {
-          return { status: 'NO_NEW_MESSAGE', messages: [], nextOffset: req.offset, ...base };
+        if (now < until && !req.signal?.aborted) {
+          wait = this.waiters.park(
+            req.topic,
+            Math.min(until, r.messages[0]!.deliveryTimestamp) - now,
+            parker,
+            req.signal,
+          );
         }
-        const dueIn = r.messages[0]!.deliveryTimestamp - now;
-        await this.waiters.park(req.topic, Math.min(until - this.clock.now(), dueIn), req.signal).promise;
-        continue;
       }
-      if (this.clock.now() >= until || req.signal?.aborted) {
+      if (now >= until || req.signal?.aborted) {
         wait.cancel();
         return { status: 'NO_NEW_MESSAGE', messages: [], nextOffset: req.offset, ...base };
       }
-      await wait.promise;
+      // Nothing to hand out: only now does the pull need a place to wait.
+      const refused = wait.hold();
+      if (refused) {
+        wait.cancel();
+        throw refused;
+      }
+      const why = await wait.promise;
+      if (why === 'displaced' || why === 'stopped') {
+        return { status: 'NO_NEW_MESSAGE', messages: [], nextOffset: req.offset, ...base };
+      }
     }
   }
 

@@ -48,6 +48,11 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
   return Math.min(policy.max, policy.initial * Math.pow(policy.multiplier, Math.min(n - 1, 64)));
 }
 
+/** Longest retry interval: one year (further would be a lost message, and beyond a timer's reach). */
+const MAX_INTERVAL_MS = 365 * 24 * 3600_000;
+/** Most steps of a customized policy (RocketMQ's own table has 18). */
+const MAX_RETRY_STEPS = 1000;
+
 /** Parse mqadmin's JSON form: `{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[ms,…]}}` or EXPONENTIAL. */
 export function parseRetryPolicy(json: unknown): RetryPolicy {
   const bad = (why: string) => new VelaError('ILLEGAL_GROUP_CONFIG', `retry policy: ${why}`);
@@ -58,8 +63,14 @@ export function parseRetryPolicy(json: unknown): RetryPolicy {
   if (type === 'CUSTOMIZED') {
     const c = (rec.customizedRetryPolicy ?? rec) as Record<string, unknown>;
     const next = c.next ?? [];
-    if (!Array.isArray(next) || !next.every((x) => Number.isFinite(x) && x >= 0)) {
-      throw bad('customizedRetryPolicy.next must be a list of non-negative milliseconds');
+    if (
+      !Array.isArray(next) ||
+      next.length > MAX_RETRY_STEPS ||
+      !next.every((x) => Number.isFinite(x) && x >= 0 && x <= MAX_INTERVAL_MS)
+    ) {
+      throw bad(
+        `customizedRetryPolicy.next must be a list of at most ${MAX_RETRY_STEPS} intervals from 0 to ${MAX_INTERVAL_MS} ms (a year)`,
+      );
     }
     return { type: 'CUSTOMIZED', next: next.length ? (next as number[]) : [...DEFAULT_RETRY_TABLE_MS] };
   }
@@ -68,8 +79,10 @@ export function parseRetryPolicy(json: unknown): RetryPolicy {
     const initial = Number(e.initial ?? 5000);
     const max = Number(e.max ?? 2 * H);
     const multiplier = Number(e.multiplier ?? 2);
-    if (!(initial >= 0 && max >= initial && multiplier >= 1)) {
-      throw bad('exponentialRetryPolicy needs 0 ≤ initial ≤ max and multiplier ≥ 1');
+    if (!(initial >= 0 && max >= initial && max <= MAX_INTERVAL_MS && multiplier >= 1 && multiplier <= 1e6)) {
+      throw bad(
+        `exponentialRetryPolicy needs 0 ≤ initial ≤ max ≤ ${MAX_INTERVAL_MS} ms (a year) and 1 ≤ multiplier ≤ 1e6`,
+      );
     }
     return { type: 'EXPONENTIAL', initial, max, multiplier };
   }

@@ -117,9 +117,27 @@ export const CONSUME_SCHEMA = {
   maxPollMs: num(20_000, 'longest long poll', 'ms'),
   maxBatch: num(32, 'most messages per receive', 'count', { min: 1 }),
   maxParkedReceives: num(
-    10_000,
-    'receives waiting (long polling) at once, broker-wide; beyond it a receive answers `TOO_MANY_REQUESTS`',
+    20_000,
+    'receives and pulls waiting (long polling) at once, broker-wide; when full, the client with the most waiting has its oldest answered empty to make room for a client with fewer, else the request answers `TOO_MANY_REQUESTS`',
     'count',
+  ),
+  maxParkedPerClient: num(
+    4096,
+    'receives and pulls one client may have waiting at once; beyond it its requests answer `TOO_MANY_REQUESTS` (a request with messages ready is always answered)',
+    'count',
+    { min: 1 },
+  ),
+  maxParkedPerGroup: num(
+    10_000,
+    'receives and pulls waiting at once for one consumer group; beyond it its requests answer `TOO_MANY_REQUESTS`',
+    'count',
+    { min: 1 },
+  ),
+  broadcastStateRetentionMs: num(
+    7 * 24 * 3600_000,
+    "a broadcast consumer's kept state (positions, in-flight messages, offsets) is forgotten once no live consumer has used it for this long",
+    'ms',
+    { min: 1 },
   ),
   maxInflightPerGroup: num(
     200_000,

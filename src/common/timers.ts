@@ -7,6 +7,9 @@
 
 export type Cancel = () => void;
 
+/** The longest delay one Node timer holds; `setTimeout` fires anything longer after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface TimerOptions {
   /** Let the process exit while only this timer is pending. @defaultValue false */
   unref?: boolean;
@@ -22,15 +25,24 @@ export class Timers {
   /** @param closedError the error pending sleeps reject with once the timers are cleared */
   constructor(private readonly closedError: () => Error = () => new Error('closed')) {}
 
-  /** Run `fn` once after `ms`. A no-op once cleared. */
+  /**
+   * Run `fn` once after `ms`. A no-op once cleared. A delay beyond what one Node timer holds
+   * (2^31-1 ms, about 24.8 days; Node would fire it after 1 ms) is waited for in steps.
+   */
   timeout(fn: () => void, ms: number, opts: TimerOptions = {}): Cancel {
     if (this.cleared) return noop;
-    const t = setTimeout(() => {
-      this.timeouts.delete(t);
-      fn();
-    }, ms);
-    if (opts.unref) t.unref();
-    this.timeouts.add(t);
+    let t: NodeJS.Timeout;
+    const wait = (left: number) => {
+      const step = Math.min(left, MAX_TIMER_MS);
+      t = setTimeout(() => {
+        this.timeouts.delete(t);
+        if (left - step > 0) wait(left - step);
+        else fn();
+      }, step);
+      if (opts.unref) t.unref();
+      this.timeouts.add(t);
+    };
+    wait(ms);
     return () => {
       clearTimeout(t);
       this.timeouts.delete(t);
@@ -40,7 +52,7 @@ export class Timers {
   /** Run `fn` every `ms`. A no-op once cleared. */
   interval(fn: () => void, ms: number, opts: TimerOptions = {}): Cancel {
     if (this.cleared) return noop;
-    const t = setInterval(fn, ms);
+    const t = setInterval(fn, Math.min(ms, MAX_TIMER_MS)); // longer would run every 1 ms
     if (opts.unref) t.unref();
     this.intervals.add(t);
     return () => {

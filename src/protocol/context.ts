@@ -1,6 +1,7 @@
 /** What every RPC needs from its call: the client id and namespace headers, the peer, the deadline. */
 import { VelaError } from '../common/errors.js';
 import { toInternal } from './namespace.js';
+import { checkClientId, checkNamespace } from '../broker/names.js';
 import { malformedReason } from './codec.js';
 import type { Resource } from './wire-types.js';
 
@@ -27,9 +28,12 @@ export function contextOf(call: CallSource, request: unknown, requireClientId = 
   if (malformed !== undefined) throw new VelaError('BAD_REQUEST', `malformed protobuf request: ${malformed}`);
   const clientId = call.header('x-mq-client-id');
   if (requireClientId && !clientId) throw new VelaError('CLIENT_ID_REQUIRED');
+  checkClientId(clientId);
+  const namespace = call.header('x-mq-namespace');
+  if (namespace) checkNamespace(namespace);
   return {
     clientId,
-    namespace: call.header('x-mq-namespace'),
+    namespace,
     peer: call.peer.remote,
     connectionId: call.peer.connectionId,
     deadline: call.deadline,
@@ -38,5 +42,7 @@ export function contextOf(call: CallSource, request: unknown, requireClientId = 
 
 /** The broker's name for a resource: `namespace%name` when the client has a namespace. */
 export function resourceName(ctx: Pick<CallContext, 'namespace'>, r: Resource | undefined): string {
-  return toInternal(ctx.namespace || r?.resource_namespace || '', r?.name ?? '');
+  const ns = ctx.namespace || r?.resource_namespace || '';
+  if (ns && !ctx.namespace) checkNamespace(ns); // the header's was checked with the call
+  return toInternal(ns, r?.name ?? '');
 }

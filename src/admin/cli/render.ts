@@ -23,8 +23,8 @@ export function renderTopicConfig(t: TopicView): string {
     .map(([k, v]) => escapeControl(`+${k}=${v}`))
     .join(', ');
   return (
-    `TopicConfig [topicName=${t.topic}, readQueueNums=${t.readQueueNums}, ` +
-    `writeQueueNums=${t.writeQueueNums}, perm=${formatPerm(t.perm)}, messageType=${t.messageType}, ` +
+    `TopicConfig [topicName=${escapeControl(t.topic)}, readQueueNums=${t.readQueueNums}, ` +
+    `writeQueueNums=${t.writeQueueNums}, perm=${formatPerm(t.perm)}, messageType=${escapeControl(t.messageType)}, ` +
     `attributes={${attrs}}]\n`
   );
 }
@@ -62,7 +62,7 @@ export function renderTopicRouteTable(route: TopicRoute): string {
 
 export function renderGroupConfig(g: GroupView): string {
   return (
-    `SubscriptionGroupConfig [groupName=${g.group}, consumeEnable=${g.consumeEnable}, ` +
+    `SubscriptionGroupConfig [groupName=${escapeControl(g.group)}, consumeEnable=${g.consumeEnable}, ` +
     `consumeBroadcastEnable=${g.consumeBroadcastEnable}, consumeMessageOrderly=${g.consumeMessageOrderly}, ` +
     `retryMaxTimes=${g.retryMaxTimes}, groupRetryPolicy=${JSON.stringify(g.groupRetryPolicy)}, ` +
     `fifoRetryIntervalMs=${g.fifoRetryIntervalMs}]\n`
@@ -97,7 +97,7 @@ export function renderConsumerProgress(p: ConsumerProgress): string {
       formatTime(q.lastStoreTimestamp),
     ]),
   );
-  const warnings = (p.warnings ?? []).map((w) => `WARNING: ${w}\n`).join('');
+  const warnings = (p.warnings ?? []).map((w) => `WARNING: ${escapeControl(w)}\n`).join('');
   return `${table}\nConsume Diff Total: ${p.totalLag}  In-flight Total: ${p.inflight}\n${warnings}`;
 }
 

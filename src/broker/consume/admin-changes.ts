@@ -81,14 +81,14 @@ export class AdminChanges {
   }
 
   /**
-   * Forget the consumption state of a topic, or of a group and its broadcast consumers, or of one
-   * (group, topic).
+   * Forget the consumption state of a topic, or of a group and its broadcast consumers (or of one
+   * broadcast consumer, `group%BROADCAST%<name>`), or of one (group, topic).
    */
   async forget(filter: { group?: string; topic?: string }): Promise<void> {
     const ctx = this.ctx;
     for (const s of [...ctx.states.values()]) {
       if (
-        (filter.group === undefined || baseGroupOf(s.group) === filter.group) &&
+        (filter.group === undefined || baseGroupOf(s.group) === filter.group || s.group === filter.group) &&
         (filter.topic === undefined || s.topic === filter.topic)
       ) {
         await ctx.serialized(s, async () => {

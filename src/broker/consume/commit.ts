@@ -10,9 +10,10 @@ import { Source, deliveryKey, type Delivery, type GroupTopicState } from './deli
 export function settle(ctx: ConsumeContext, s: GroupTopicState, key: string): Delivery {
   const d = s.deliveries.get(key)!;
   s.deliveries.delete(key);
+  ctx.heap.noteStale();
   if (d.fifoKey && s.blocked.get(d.fifoKey) === key) {
     s.blocked.delete(d.fifoKey);
-    ctx.waiters.wake(s.topic);
+    ctx.waiters.wake(s.topic, s.group);
   }
   if (d.fifoKey && d.source === Source.TOPIC) {
     s.fifoQueue(d.queueId, d.offset).settle(d.offset, s.topicNext.get(d.queueId) ?? 0, (o) =>

@@ -76,7 +76,7 @@ export class ConsumeJournal {
       }
     }
     s.fifo.delete(queueId);
-    this.ctx.waiters.wake(s.topic);
+    this.ctx.waiters.wake(s.topic, s.group);
   }
 
   snapshot(): ConsumeSnapshot {

@@ -34,6 +34,7 @@ import { ConsumeJournal } from './consume-journal.js';
 import { DeliveryState, Source, baseGroupOf, deliveryKey, type GroupTopicState } from './delivery.js';
 import { rebuildHeld } from './fifo.js';
 import { Pop, type Delivered } from './pop.js';
+import type { ParkingLot } from './long-poll.js';
 import { Progress, type QueueProgress } from './progress.js';
 import { receiptHandleOf } from './receipt.js';
 import { parseRetryTopic } from './retry-records.js';
@@ -104,6 +105,11 @@ export class ConsumeService implements StateParticipant {
 
   get observer(): ConsumeObserver | undefined {
     return this.ctx.observer;
+  }
+
+  /** Where parked receives wait (the broker's pulls share it). */
+  get parking(): ParkingLot {
+    return this.ctx.waiters.lot;
   }
 
   /** Messages moved to a DLQ since start, per group. */
@@ -193,22 +199,47 @@ export class ConsumeService implements StateParticipant {
       autoRenew: req.autoRenew && req.invisibleMs === undefined,
       clientId: req.clientId,
     };
+    // Receives of one group with one filter compete for the same messages: woken one at a time.
+    const parker = {
+      client: req.clientId,
+      group: req.group,
+      wakeKey: `${req.group}\u0000${req.filter.expression}`,
+    };
     for (;;) {
-      if (ctx.waiters.parked >= o.maxParkedReceives) {
-        throw new VelaError('TOO_MANY_REQUESTS', `${ctx.waiters.parked} receives are already waiting`);
-      }
       // Register interest before looking, so an arrival during the pop is not missed.
-      const wait = ctx.waiters.park(req.topic, pollUntil - ctx.now(), req.signal);
-      const popped = await ctx.serialized(s, () => this.popper.pop(s, topic, group, popRequest));
-      await popped.durable;
-      const out = popped.delivered;
+      const wait = ctx.waiters.park(req.topic, pollUntil - ctx.now(), parker, req.signal);
+      let out: Delivered[];
+      try {
+        const popped = await ctx.serialized(s, () => this.popper.pop(s, topic, group, popRequest));
+        await popped.durable;
+        out = popped.delivered;
+      } catch (err) {
+        wait.cancel();
+        throw err;
+      }
+      if (out.length > 0) {
+        wait.cancel();
+        wait.passOn(); // there may be more for the next receive of the group
+        return out;
+      }
       const gone = !ctx.states.isLive(s); // the topic or group was deleted meanwhile
-      if (out.length > 0 || gone || ctx.now() >= pollUntil || req.signal?.aborted || this.stopped) {
+      if (gone || ctx.now() >= pollUntil || req.signal?.aborted || this.stopped) {
         wait.cancel();
         return out;
       }
-      await wait.promise;
-      if (ctx.now() >= pollUntil || req.signal?.aborted || this.stopped) return [];
+      // Nothing ready: only now does the receive need a place to wait.
+      const refused = wait.hold();
+      if (refused) {
+        wait.cancel();
+        throw refused;
+      }
+      const why = await wait.promise;
+      if (why === 'displaced' || why === 'stopped') return [];
+      if (req.signal?.aborted || this.stopped) {
+        if (why === 'woken') wait.passOn(); // leaving without looking: the next one looks
+        return [];
+      }
+      if (why !== 'woken' && ctx.now() >= pollUntil) return [];
     }
   }
 

@@ -22,7 +22,7 @@ import type { StateJournal } from '../state-journal.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { DeadlineHeap } from './deadline-heap.js';
 import { ConsumeStates, type GroupTopicState } from './delivery.js';
-import { LongPollWaiters } from './long-poll.js';
+import { LongPollWaiters, ParkingLot } from './long-poll.js';
 
 /** Consumption settings (defaults and meanings in common/config.ts) and the group auto-creation switch. */
 export type ConsumeOptions = ConsumeSettings & { readonly autoCreateGroups: boolean };
@@ -60,7 +60,8 @@ export class ConsumeContext {
   /** Set once the broker has opened the journal (it replays into the state first). */
   journal!: StateJournal;
   readonly states = new ConsumeStates();
-  readonly waiters = new LongPollWaiters();
+  /** Parked receives; their lot is shared with the broker's pulls. */
+  readonly waiters: LongPollWaiters;
   /** Every timer of the consumption core (besides the heap's and the parked receives'): cleared on stop. */
   readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'consumption has stopped'));
   readonly heap: DeadlineHeap<DeadlineItem>;
@@ -81,12 +82,20 @@ export class ConsumeContext {
     this.options = deps.options;
     this.clock = deps.clock;
     this.logger = deps.logger;
+    this.waiters = new LongPollWaiters(
+      new ParkingLot({
+        total: deps.options.maxParkedReceives,
+        perClient: deps.options.maxParkedPerClient,
+        perGroup: deps.options.maxParkedPerGroup,
+      }),
+    );
     this.heap = new DeadlineHeap(
       () => this.clock.now(),
       (item, at) => {
         if ('wake' in item) this.waiters.wake(item.wake);
         else onDeadline(item, at);
       },
+      (item, at) => !('wake' in item) && !this.isCurrent(item, at),
     );
   }
 
@@ -102,6 +111,12 @@ export class ConsumeContext {
   /** Resolves once every serialized task submitted so far has finished. */
   drain(): Promise<void> {
     return this.executor.drain();
+  }
+
+  /** Whether a deadline in the heap is still its delivery's (neither settled, re-armed nor forgotten since). */
+  isCurrent({ state, key, nonce }: DeliveryDeadline, at: number): boolean {
+    const d = state.deliveries.get(key);
+    return d !== undefined && d.nonce === nonce && d.deadline === at && this.states.isLive(state);
   }
 
   /** Expire (or make due) `key` of `state` at the delivery's deadline. */

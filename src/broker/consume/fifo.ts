@@ -85,6 +85,22 @@ export class FifoQueue {
     return this.list.length < FIFO_WINDOW && scan - this.low < FIFO_SPAN;
   }
 
+  /**
+   * Retention removed everything below `first` (the queue's first stored offset): nothing there can
+   * be delivered or settled any more, so `low` moves up to it and what was held below it is dropped.
+   * Without this a group that had not read what retention removed would keep `low` where it was and
+   * stop reading `FIFO_SPAN` offsets later, for good. Returns whether `low` moved.
+   */
+  forgetBelow(first: number): boolean {
+    if (this.low >= first) return false;
+    if (this.list.length > 0 && this.list[0]!.offset < first) {
+      this.resetHeld(this.list.filter((e) => e.offset >= first));
+    }
+    for (const o of this.settled) if (o < first) this.settled.delete(o);
+    this.low = first;
+    return true;
+  }
+
   /** Record that `offset` needs nothing more, and move `low` past settled offsets. */
   settle(offset: number, scan: number, inFlight: (offset: number) => boolean): void {
     if (offset >= this.low) this.settled.add(offset);
@@ -145,7 +161,14 @@ export async function rebuildHeld(
   const held: HeldMessage[] = [];
   for (let at = fq.low; at < scan;) {
     const r = await store.read(topic, queueId, at, { maxCount: 256 });
-    if (r.messages.length === 0) break;
+    if (r.messages.length === 0) {
+      // Below the queue's first offset (retention removed the head): go on from there, do not stop.
+      if (r.nextOffset > at) {
+        at = r.nextOffset;
+        continue;
+      }
+      break;
+    }
     for (const m of r.messages) {
       if (m.queueOffset >= scan) break;
       if (fq.settled.has(m.queueOffset) || inFlight(m.queueOffset)) continue;

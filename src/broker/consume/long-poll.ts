@@ -1,56 +1,219 @@
 /**
- * Parked receives, by topic. A receive that found nothing parks until a message arrives on its topic
- * (or a delivery of it becomes ready again), its poll time ends, or its caller gives up.
+ * Parked receives and pulls, by topic. A request that found nothing parks until a message arrives on
+ * its topic (or a delivery of it becomes ready again), its poll time ends, or its caller gives up.
+ *
+ * A request registers before it looks for messages (so an arrival during the look is not missed) but
+ * takes a place in the `ParkingLot` only once it found none: a request with messages waiting is never
+ * refused for lack of room. The lot bounds parked requests per client, per group and broker-wide;
+ * when it is full, the client holding the most gives up its oldest (answered empty) for a client that
+ * holds fewer, so one client parking thousands of receives cannot lock out the others.
+ *
+ * Requests that compete for the same messages (the receives of one group with one filter) share a
+ * wake key: an arrival wakes the oldest of them only, and a woken request that took messages (or
+ * left without looking) passes the wake on to the next. One message no longer wakes a thousand
+ * receives to find it gone. Requests without a key (pulls, which read without taking) are all woken.
  */
-interface Parked {
-  resolve: () => void;
+import { VelaError } from '../../common/errors.js';
+import { MAX_TIMER_MS } from '../../common/timers.js';
+
+/** Why a parked request stopped waiting. */
+export type WakeReason = 'woken' | 'timeout' | 'aborted' | 'displaced' | 'stopped';
+
+export interface ParkingLimits {
+  /** Requests parked at once, broker-wide. */
+  readonly total: number;
+  /** Requests parked at once by one client. */
+  readonly perClient: number;
+  /** Requests parked at once for one consumer group. */
+  readonly perGroup: number;
+}
+
+/** Who parks: the limits count by client and group; the wake key groups requests competing for the same messages. */
+export interface Parker {
+  client: string;
+  group: string;
+  /** Absent: woken by every arrival on the topic. */
+  wakeKey?: string;
 }
 
 export interface Parking {
-  promise: Promise<void>;
+  /** Resolves with why the wait ended. */
+  readonly promise: Promise<WakeReason>;
+  /**
+   * Take a place in the lot (the request looked and found nothing): undefined, or the error to
+   * answer with when the client or its group already has its share parked. May displace another
+   * client's oldest request to make room.
+   */
+  hold(): VelaError | undefined;
+  /** Stop waiting (the request is answered). */
   cancel(): void;
+  /** Wake the next request of the same key (this one took messages, or was woken and left without looking). */
+  passOn(): void;
 }
 
-export class LongPollWaiters {
-  private readonly byTopic = new Map<string, Set<Parked>>();
-  private stopped = false;
+class Entry {
+  settled = false;
+  counted = false;
+  constructor(
+    readonly topic: string,
+    readonly key: string,
+    readonly parker: Parker,
+    readonly finish: (why: WakeReason) => void,
+  ) {}
+}
 
-  park(topic: string, ms: number, signal?: AbortSignal): Parking {
-    let entry!: Parked;
-    let timer: NodeJS.Timeout | undefined;
-    const promise = new Promise<void>((resolve) => {
-      const done = () => {
-        if (timer) clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        this.byTopic.get(topic)?.delete(entry);
-        resolve();
-      };
-      entry = { resolve: done };
-      if (this.stopped || ms <= 0 || signal?.aborted) return done();
-      let set = this.byTopic.get(topic);
-      if (!set) this.byTopic.set(topic, (set = new Set()));
-      set.add(entry);
-      timer = setTimeout(done, ms);
-      signal?.addEventListener('abort', done, { once: true });
-    });
-    return { promise, cancel: () => entry.resolve() };
+/** The places parked requests take, shared by every `LongPollWaiters` of a broker. */
+export class ParkingLot {
+  private total = 0;
+  /** Counted entries per client, oldest first. */
+  private readonly byClient = new Map<string, Set<Entry>>();
+  private readonly byGroup = new Map<string, number>();
+
+  constructor(readonly limits: ParkingLimits) {}
+
+  /** Requests holding a place. */
+  get parked(): number {
+    return this.total;
   }
 
-  wake(topic: string): void {
-    const set = this.byTopic.get(topic);
-    if (!set || set.size === 0) return;
-    for (const p of [...set]) p.resolve();
+  /** Places held by one client. */
+  parkedBy(client: string): number {
+    return this.byClient.get(client)?.size ?? 0;
+  }
+
+  /** Count `e`, or say why it may not park. */
+  enter(e: Entry): VelaError | undefined {
+    const { client, group } = e.parker;
+    const mine = this.parkedBy(client);
+    if (mine >= this.limits.perClient) {
+      return new VelaError(
+        'TOO_MANY_REQUESTS',
+        `client ${client} already has ${mine} requests waiting (at most ${this.limits.perClient})`,
+      );
+    }
+    const ofGroup = this.byGroup.get(group) ?? 0;
+    if (ofGroup >= this.limits.perGroup) {
+      return new VelaError(
+        'TOO_MANY_REQUESTS',
+        `group ${group} already has ${ofGroup} requests waiting (at most ${this.limits.perGroup})`,
+      );
+    }
+    if (this.total >= this.limits.total) {
+      // Full: the client holding the most gives up its oldest, if that makes the shares more even.
+      let victim: Set<Entry> | undefined;
+      for (const set of this.byClient.values()) if (!victim || set.size > victim.size) victim = set;
+      if (!victim || victim.size <= mine + 1) {
+        return new VelaError(
+          'TOO_MANY_REQUESTS',
+          `${this.total} requests are already waiting (at most ${this.limits.total})`,
+        );
+      }
+      victim.values().next().value!.finish('displaced');
+    }
+    e.counted = true;
+    this.total++;
+    let set = this.byClient.get(client);
+    if (!set) this.byClient.set(client, (set = new Set()));
+    set.add(e);
+    this.byGroup.set(group, ofGroup + 1);
+    return undefined;
+  }
+
+  leave(e: Entry): void {
+    if (!e.counted) return;
+    e.counted = false;
+    this.total--;
+    const { client, group } = e.parker;
+    const set = this.byClient.get(client);
+    set?.delete(e);
+    if (set?.size === 0) this.byClient.delete(client);
+    const n = (this.byGroup.get(group) ?? 1) - 1;
+    if (n > 0) this.byGroup.set(group, n);
+    else this.byGroup.delete(group);
+  }
+}
+
+const UNLIMITED: ParkingLimits = { total: Infinity, perClient: Infinity, perGroup: Infinity };
+
+export class LongPollWaiters {
+  /** topic → wake key → entries, oldest first. */
+  private readonly byTopic = new Map<string, Map<string, Set<Entry>>>();
+  private stopped = false;
+  private seq = 0;
+
+  constructor(readonly lot: ParkingLot = new ParkingLot(UNLIMITED)) {}
+
+  park(topic: string, ms: number, parker: Parker, signal?: AbortSignal): Parking {
+    let entry!: Entry;
+    let timer: NodeJS.Timeout | undefined;
+    const key = parker.wakeKey ?? `\u0000${++this.seq}`;
+    const promise = new Promise<WakeReason>((resolve) => {
+      const onAbort = () => finish('aborted');
+      const finish = (why: WakeReason) => {
+        if (entry.settled) return;
+        entry.settled = true;
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.remove(entry);
+        this.lot.leave(entry);
+        resolve(why);
+      };
+      entry = new Entry(topic, key, parker, finish);
+      if (this.stopped) return finish('stopped');
+      if (signal?.aborted) return finish('aborted');
+      if (ms <= 0) return finish('timeout');
+      let keys = this.byTopic.get(topic);
+      if (!keys) this.byTopic.set(topic, (keys = new Map()));
+      let set = keys.get(key);
+      if (!set) keys.set(key, (set = new Set()));
+      set.add(entry);
+      // Callers look again when a wait ends early, so a wait past one timer's range is cut to it.
+      timer = setTimeout(() => finish('timeout'), Math.min(ms, MAX_TIMER_MS));
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    return {
+      promise,
+      hold: () => (entry.settled || entry.counted ? undefined : this.lot.enter(entry)),
+      cancel: () => entry.finish('timeout'),
+      passOn: () => this.wakeOne(topic, key),
+    };
+  }
+
+  /** Something arrived on `topic` (for `group` only, when given): wake the oldest request of each key. */
+  wake(topic: string, group?: string): void {
+    const keys = this.byTopic.get(topic);
+    if (!keys) return;
+    for (const set of [...keys.values()]) {
+      const first = set.values().next().value;
+      if (first && (group === undefined || first.parker.group === group)) first.finish('woken');
+    }
+  }
+
+  /** Wake the oldest request of one key. */
+  wakeOne(topic: string, key: string): void {
+    this.byTopic.get(topic)?.get(key)?.values().next().value?.finish('woken');
   }
 
   /** Answer everyone (shutdown). */
   wakeAll(): void {
     this.stopped = true;
-    for (const topic of [...this.byTopic.keys()]) this.wake(topic);
+    for (const keys of [...this.byTopic.values()])
+      for (const set of [...keys.values()]) for (const e of [...set]) e.finish('stopped');
   }
 
+  /** Requests registered here (parked, or looking for messages before parking). */
   get parked(): number {
     let n = 0;
-    for (const s of this.byTopic.values()) n += s.size;
+    for (const keys of this.byTopic.values()) for (const s of keys.values()) n += s.size;
     return n;
+  }
+
+  private remove(e: Entry): void {
+    const keys = this.byTopic.get(e.topic);
+    const set = keys?.get(e.key);
+    if (!keys || !set) return;
+    set.delete(e);
+    if (set.size === 0) keys.delete(e.key);
+    if (keys.size === 0) this.byTopic.delete(e.topic);
   }
 }

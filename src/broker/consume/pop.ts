@@ -190,7 +190,9 @@ export class Pop {
     const start = s.rr++ % queues;
     for (let i = 0; i < queues && !b.full; i++) {
       const q = (start + i) % queues;
-      const fq = orderly ? s.fifoQueue(q, s.topicNext.get(q) ?? this.firstOffset(s, q)) : undefined;
+      const first = this.firstOffset(s, q);
+      const fq = orderly ? s.fifoQueue(q, s.topicNext.get(q) ?? first) : undefined;
+      if (fq?.forgetBelow(first)) b.lows.push({ queueId: q, low: fq.low }); // retention removed the head
       if (fq) await this.heldMessages(b, q, fq);
       await this.readQueue(b, q, fq);
     }
@@ -209,7 +211,13 @@ export class Pop {
     const chosen = fq.release(b.room, (key) => !s.blocked.has(key) && !b.taken.has(key));
     if (chosen.length === 0) return;
     for (const [e, m] of await readHeld(this.ctx.store, s.topic, q, chosen)) {
-      if (!m) continue; // removed by retention
+      if (!m) {
+        // Removed by retention meanwhile: nothing to deliver, nothing to wait for.
+        fq.settle(e.offset, s.topicNext.get(q) ?? e.offset + 1, (o) =>
+          s.deliveries.has(deliveryKey(Source.TOPIC, q, o)),
+        );
+        continue;
+      }
       b.deliver(m, freshDelivery(Source.TOPIC, q, e.offset, 1, e.key));
     }
   }

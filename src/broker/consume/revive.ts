@@ -62,7 +62,7 @@ export class Revive {
       return Promise.resolve();
     d.state = DeliveryState.READY;
     s.ready.push(key);
-    this.ctx.waiters.wake(s.topic);
+    this.ctx.waiters.wake(s.topic, s.group);
     return this.ctx.journal.append({
       kind: 'deliveries',
       group: s.group,

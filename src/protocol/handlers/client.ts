@@ -8,7 +8,8 @@
  * Telemetry stream on its own, except when shutting down.
  */
 import type { Broker } from '../../broker/broker.js';
-import { checkGroupName } from '../../broker/names.js';
+import { checkClientProperties, checkGroupName } from '../../broker/names.js';
+import { CONSUMER_NAME_PROPERTY } from '../../broker/pull.js';
 import type { GroupConfig } from '../../broker/metadata.js';
 import { ClientType } from '../../broker/sessions.js';
 import { VelaError } from '../../common/errors.js';
@@ -118,6 +119,7 @@ export async function settingsReply(
 ): Promise<TelemetryCommand> {
   const clientType = CLIENT_TYPES[s.client_type ?? 0];
   if (!clientType) throw new VelaError('UNRECOGNIZED_CLIENT_TYPE', String(s.client_type));
+  if (s.client_properties) checkClientProperties(s.client_properties, CONSUMER_NAME_PROPERTY);
   const ua = s.user_agent ?? {};
   const common = {
     clientType,

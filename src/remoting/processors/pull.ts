@@ -64,6 +64,7 @@ export async function pullMessage(ctx: RequestContext): Promise<Reply> {
     filter,
     pollMs: suspend ? (h.optInt('suspendTimeoutMillis') ?? 15_000) : 0,
     clientId: '',
+    parker: ctx.conn.id,
     signal: ctx.conn.signal,
   });
   const extFields = {

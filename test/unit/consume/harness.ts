@@ -5,7 +5,7 @@
 import { ManualClock } from '../../../src/common/clock.js';
 import { DEFAULTS, type ConsumeSettings } from '../../../src/common/config.js';
 import { silentLogger } from '../../../src/common/logger.js';
-import { MessageStore, type MessageInput } from '../../../src/store/index.js';
+import { MessageStore, type MessageInput, type StoreOptions } from '../../../src/store/index.js';
 import { GroupRegistry } from '../../../src/broker/group-registry.js';
 import { TopicRegistry } from '../../../src/broker/topic-registry.js';
 import { SessionRegistry } from '../../../src/broker/sessions.js';
@@ -51,13 +51,18 @@ export interface Core {
 let seq = 0;
 
 export async function openCore(
-  opts: { consume?: Partial<ConsumeSettings>; autoCreateGroups?: boolean } = {},
+  opts: {
+    consume?: Partial<ConsumeSettings>;
+    autoCreateGroups?: boolean;
+    /** Store options (small segments, a disk-usage probe for retention tests). */
+    store?: Partial<Omit<StoreOptions, 'dataDir' | 'clock' | 'logger'>>;
+  } = {},
 ): Promise<Core> {
   const tmp = tempDir('vela-consume-');
   const dir = tmp.path;
   const clock = new ManualClock(T0);
   const logger = silentLogger();
-  const store = await MessageStore.open({ dataDir: `${dir}/store`, clock, logger });
+  const store = await MessageStore.open({ ...opts.store, dataDir: `${dir}/store`, clock, logger });
   const topics = new TopicRegistry(false);
   const groups = new GroupRegistry();
   const sessions = new SessionRegistry(() => clock.now());

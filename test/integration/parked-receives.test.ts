@@ -1,0 +1,166 @@
+/**
+ * Parked long polls are bounded per client, per group and broker-wide, fairly: a client parking many
+ * receives cannot make another consumer's receive fail, a receive with messages ready is always
+ * answered, pulls are bounded too, and one arrival does not wake every parked receive of a group.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Broker, storeOf } from '../../src/broker/broker.js';
+import { parseFilter } from '../../src/broker/filter.js';
+import { isVelaError } from '../../src/common/errors.js';
+import { tempDir } from '../helpers.js';
+
+const ALL = parseFilter('TAG', '*');
+let dir: ReturnType<typeof tempDir>;
+let broker: Broker;
+const aborts: AbortController[] = [];
+
+before(async () => {
+  dir = tempDir('vela-parked-');
+  broker = await Broker.open({
+    dataDir: dir.path,
+    consume: { maxParkedReceives: 4, maxParkedPerClient: 3, maxParkedPerGroup: 100, minInvisibleMs: 0 },
+  });
+  for (const t of ['Ready', 'Empty', 'PullT']) await broker.topics.upsert(t, {});
+  for (const g of ['G1', 'G2', 'G3', 'G4']) await broker.groups.upsert(g, {});
+});
+after(async () => {
+  for (const a of aborts) a.abort();
+  await broker.close();
+  dir.cleanup();
+});
+
+function receive(clientId: string, topic: string, group = 'G1', pollMs = 60_000) {
+  const a = new AbortController();
+  aborts.push(a);
+  const p = broker.consume.receive({
+    group,
+    topic,
+    filter: ALL,
+    invisibleMs: 30_000,
+    autoRenew: false,
+    clientId,
+    pollMs,
+    signal: a.signal,
+  });
+  return { p, abort: () => a.abort() };
+}
+
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(cond(), 'condition never held');
+}
+
+const send = (topic: string, n: number) =>
+  storeOf(broker).append(
+    Array.from({ length: n }, (_, i) => ({
+      topic,
+      queueId: 0,
+      messageId: `${topic}-${Date.now()}-${i}`,
+      body: Buffer.from('x'),
+    })),
+  );
+
+test('a hog parking its share cannot refuse a receive that has messages ready, nor another client', async () => {
+  const lot = broker.consume.parking;
+  const hog = [receive('hog', 'Empty'), receive('hog', 'Empty'), receive('hog', 'Empty')];
+  await until(() => lot.parkedBy('hog') === 3);
+  // Over its own share: the hog itself is refused.
+  await assert.rejects(receive('hog', 'Empty').p, (e) => isVelaError(e, 'TOO_MANY_REQUESTS'));
+
+  await send('Ready', 2);
+  const got = await receive('other', 'Ready', 'G2').p;
+  assert.equal(got.length, 2, 'messages ready are handed out whatever is parked');
+
+  // The lot (4) fills up: another client still gets to wait, the hog gives up its oldest.
+  const a = receive('a', 'Empty', 'G2');
+  await until(() => lot.parked === 4);
+  const b = receive('b', 'Empty', 'G3');
+  const displaced = await Promise.race(hog.map((r) => r.p));
+  assert.deepEqual(displaced, [], "one of the hog's receives is answered empty to make room");
+  await until(() => lot.parkedBy('b') === 1);
+  assert.equal(lot.parkedBy('hog'), 2);
+  for (const r of [a, b, ...hog]) r.abort();
+  await Promise.all([a.p, b.p, ...hog.map((r) => r.p)]);
+  assert.equal(lot.parked, 0, 'every place is given back');
+});
+
+test('PullMessage long polls are bounded per client too', async () => {
+  const lot = broker.consume.parking;
+  const pulls = [0, 1, 2].map(() => {
+    const a = new AbortController();
+    aborts.push(a);
+    const p = broker.pull.pull({
+      group: 'G4',
+      topic: 'PullT',
+      queueId: 0,
+      offset: 0,
+      filter: ALL,
+      pollMs: 60_000,
+      clientId: 'puller',
+      signal: a.signal,
+    });
+    return { p, a };
+  });
+  await until(() => lot.parkedBy('puller') === 3);
+  await assert.rejects(
+    broker.pull.pull({
+      group: 'G4',
+      topic: 'PullT',
+      queueId: 0,
+      offset: 0,
+      filter: ALL,
+      pollMs: 60_000,
+      clientId: 'puller',
+    }),
+    (e) => isVelaError(e, 'TOO_MANY_REQUESTS'),
+  );
+  await send('PullT', 1);
+  for (const { p } of pulls) assert.equal((await p).messages.length, 1, 'an arrival wakes every parked pull');
+  assert.equal(lot.parked, 0);
+});
+
+test('one arrival wakes one parked receive of a group, not all of them', async () => {
+  const d = tempDir('vela-herd-');
+  const b = await Broker.open({ dataDir: d.path, consume: { minInvisibleMs: 0 } });
+  const parked: { p: Promise<unknown>; a: AbortController }[] = [];
+  try {
+    await b.topics.upsert('Herd', { readQueueNums: 1, writeQueueNums: 1 });
+    await b.groups.upsert('HG', {});
+    const store = storeOf(b);
+    for (let i = 0; i < 10; i++) {
+      const a = new AbortController();
+      const p = b.consume.receive({
+        group: 'HG',
+        topic: 'Herd',
+        filter: ALL,
+        invisibleMs: 30_000,
+        autoRenew: false,
+        clientId: `herd-${i}`,
+        pollMs: 60_000,
+        signal: a.signal,
+      });
+      parked.push({ p, a });
+    }
+    await until(() => b.consume.parking.parked === 10);
+    let reads = 0;
+    const read = store.read.bind(store);
+    store.read = (topic, ...rest) => {
+      if (topic === 'Herd') reads++;
+      return read(topic, ...rest);
+    };
+    await store.append([{ topic: 'Herd', queueId: 0, messageId: 'H1', body: Buffer.from('x') }]);
+    const first = (await Promise.race(parked.map((r) => r.p))) as unknown[];
+    assert.equal(first.length, 1);
+    await until(() => b.consume.parking.parked === 9);
+    await new Promise((r) => setTimeout(r, 50));
+    // The receive that took the message passed the wake on to one more, which found nothing.
+    assert.ok(reads <= 3, `${reads} reads of the topic for one message`);
+    store.read = read;
+  } finally {
+    for (const r of parked) r.a.abort();
+    await Promise.all(parked.map((r) => r.p));
+    await b.close();
+    d.cleanup();
+  }
+});

@@ -1,18 +1,32 @@
 /**
  * Receipt handles: opaque to clients, tamper-evident to us. A handle names one delivery of one
- * message (queue, offset and a random delivery nonce) and carries an HMAC over those fields plus the
- * topic and consumer group, keyed with a secret kept in the data directory. A forged handle, or one
- * presented for another group or topic, fails the HMAC; a stale one (acked, superseded by
+ * message (queue, offset and a random delivery nonce) and carries a MAC over those fields, keyed per
+ * (topic, consumer group) from a secret kept in the data directory. A forged handle, or one presented
+ * for another group or topic, fails the MAC; a stale one (acked, superseded by
  * ChangeInvisibleDuration, or expired) fails the nonce check against the live delivery.
+ *
+ * Version 2 (issued now): the payload is exactly one AES block (queue id, offset, nonce), and the MAC
+ * is AES-128 of that block under a key derived for the (topic, group) with HMAC-SHA256, truncated to
+ * 12 bytes. A block cipher is a pseudo-random function on its one-block domain, so this is a MAC for
+ * fixed-length payloads; unlike an HMAC per handle (one hash object and four updates, ~4 µs, 7–12 %
+ * of the broker's time under consumption) it is one call on a cipher object kept per (topic, group).
+ * ECB without padding keeps no state between whole blocks, so the object is reused for every handle.
+ * Version 1 handles (HMAC-SHA256 over the payload, topic and group), issued before an upgrade, are
+ * still accepted.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createHmac, randomBytes, type Cipher } from 'node:crypto';
 import { join } from 'node:path';
 import { readFileIfExists, writeFileAtomic } from '../store/atomic-file.js';
 import { VelaError } from '../common/errors.js';
 
-const VERSION = 1;
-const PAYLOAD = 1 + 4 + 8 + 4; // version | queueId | offset | nonce
+const V1 = 1;
+const V2 = 2;
+const V1_PAYLOAD = 1 + 4 + 8 + 4; // version | queueId | offset | nonce
+const V2_BLOCK = 16; // queueId | offset | nonce (the version byte precedes it)
 const MAC = 12;
+const LENGTH = 1 + V2_BLOCK + MAC; // the same for both versions
+/** Per-(topic, group) ciphers kept, at most (all are dropped when it fills: they are cheap to derive). */
+const MAX_CIPHERS = 4096;
 
 export interface HandleFields {
   queueId: number;
@@ -21,6 +35,8 @@ export interface HandleFields {
 }
 
 export class ReceiptHandles {
+  private readonly ciphers = new Map<string, Cipher>();
+
   private constructor(private readonly key: Buffer) {}
 
   /** Load the broker's handle key from `dataDir`, creating it on first start. */
@@ -39,12 +55,14 @@ export class ReceiptHandles {
   }
 
   encode(topic: string, group: string, f: HandleFields): string {
-    const buf = Buffer.allocUnsafe(PAYLOAD + MAC);
-    buf[0] = VERSION;
-    buf.writeUInt32BE(f.queueId, 1);
+    const buf = Buffer.allocUnsafe(LENGTH);
+    buf[0] = V2;
+    buf.writeUInt32BE(f.queueId >>> 0, 1);
     buf.writeDoubleBE(f.offset, 5);
     buf.writeUInt32BE(f.nonce >>> 0, 13);
-    this.mac(buf.subarray(0, PAYLOAD), topic, group).copy(buf, PAYLOAD, 0, MAC);
+    this.cipherFor(topic, group)
+      .update(buf.subarray(1, 1 + V2_BLOCK))
+      .copy(buf, 1 + V2_BLOCK, 0, MAC);
     return buf.toString('base64url');
   }
 
@@ -54,11 +72,14 @@ export class ReceiptHandles {
       throw new VelaError('INVALID_RECEIPT_HANDLE', 'malformed receipt handle');
     }
     const buf = Buffer.from(handle, 'base64url');
-    if (buf.length !== PAYLOAD + MAC || buf[0] !== VERSION) {
+    if (buf.length !== LENGTH || (buf[0] !== V1 && buf[0] !== V2)) {
       throw new VelaError('INVALID_RECEIPT_HANDLE', 'malformed receipt handle');
     }
-    const expected = this.mac(buf.subarray(0, PAYLOAD), topic, group);
-    if (!expected.subarray(0, MAC).equals(buf.subarray(PAYLOAD))) {
+    const expected =
+      buf[0] === V2
+        ? this.cipherFor(topic, group).update(buf.subarray(1, 1 + V2_BLOCK))
+        : this.macV1(buf.subarray(0, V1_PAYLOAD), topic, group);
+    if (!expected.subarray(0, MAC).equals(buf.subarray(LENGTH - MAC))) {
       throw new VelaError(
         'INVALID_RECEIPT_HANDLE',
         'receipt handle does not belong to this topic and consumer group',
@@ -67,7 +88,37 @@ export class ReceiptHandles {
     return { queueId: buf.readUInt32BE(1), offset: buf.readDoubleBE(5), nonce: buf.readUInt32BE(13) };
   }
 
-  private mac(payload: Buffer, topic: string, group: string): Buffer {
+  /** Version 1's MAC, kept to accept handles issued before the upgrade. */
+  encodeV1(topic: string, group: string, f: HandleFields): string {
+    const buf = Buffer.allocUnsafe(LENGTH);
+    buf[0] = V1;
+    buf.writeUInt32BE(f.queueId >>> 0, 1);
+    buf.writeDoubleBE(f.offset, 5);
+    buf.writeUInt32BE(f.nonce >>> 0, 13);
+    this.macV1(buf.subarray(0, V1_PAYLOAD), topic, group).copy(buf, V1_PAYLOAD, 0, MAC);
+    return buf.toString('base64url');
+  }
+
+  private cipherFor(topic: string, group: string): Cipher {
+    const id = `${topic}\u0000${group}`;
+    let c = this.ciphers.get(id);
+    if (!c) {
+      if (this.ciphers.size >= MAX_CIPHERS) this.ciphers.clear();
+      const derived = createHmac('sha256', this.key)
+        .update('vela receipt handle v2\u0000')
+        .update(topic)
+        .update('\u0000')
+        .update(group)
+        .digest()
+        .subarray(0, 16);
+      c = createCipheriv('aes-128-ecb', derived, null);
+      c.setAutoPadding(false);
+      this.ciphers.set(id, c);
+    }
+    return c;
+  }
+
+  private macV1(payload: Buffer, topic: string, group: string): Buffer {
     return createHmac('sha256', this.key)
       .update(payload)
       .update(topic)

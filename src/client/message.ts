@@ -4,7 +4,7 @@
  * A received message remembers, out of sight, where it came from (endpoint, group, topic, receipt
  * handle) so that `ack`/`changeInvisibleDuration` need nothing but the message.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { hostname } from 'node:os';
 import * as zlib from 'node:zlib';
 import { Code } from '../common/codes.js';
@@ -241,10 +241,11 @@ export class MessageView {
 function digestMatches(body: Buffer, d: { type: number; checksum: string }): boolean {
   const want = (d.checksum ?? '').toUpperCase();
   switch (d.type) {
+    // One-shot digests: no Hash object per message.
     case WireDigestType.MD5:
-      return createHash('md5').update(body).digest('hex').toUpperCase() === want;
+      return hash('md5', body, 'hex').toUpperCase() === want;
     case WireDigestType.SHA1:
-      return createHash('sha1').update(body).digest('hex').toUpperCase() === want;
+      return hash('sha1', body, 'hex').toUpperCase() === want;
     case WireDigestType.CRC32: {
       const crc32 = (zlib as { crc32?: (b: Buffer) => number }).crc32;
       if (!crc32) return true;

@@ -104,6 +104,12 @@ function resolvePushOptions(o: PushConsumerOptions): PushConfig {
   });
 }
 
+const TIMED_OUT = Symbol('timed out');
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
 interface Loop {
   ac: AbortController;
   done: Promise<void>;
@@ -253,23 +259,73 @@ export class PushConsumer extends ConsumerBase {
     return `${m.topic}\u0000${m.messageGroup ?? `#${m.queueId}`}`;
   }
 
-  /** Run the listener once; true for SUCCESS. Never rejects. */
+  /**
+   * Run the listener once; true for SUCCESS. Never rejects.
+   *
+   * Per message this costs no timer and no AbortController unless they can matter: a listener that
+   * answers synchronously cannot run past its timeout unnoticed (a timer could only fire after it
+   * returned), so only a pending promise arms the consume timeout, and the signal is created when
+   * the listener first reads it (already aborted if the timeout has passed by then).
+   */
   private async consume(m: MessageView): Promise<boolean> {
     if (m.corrupted) {
       this.logger.warn({ messageId: m.messageId, topic: m.topic }, 'corrupted message body; nacking it');
       return false;
     }
-    const ac = new AbortController();
-    let cancel = (): void => {};
-    const timeout = new Promise<'timeout'>((resolve) => {
-      cancel = this.timers.timeout(() => resolve('timeout'), this.options.consumeTimeoutMs);
-    });
-    const work = Promise.resolve().then(() => this.options.listener(m, { signal: ac.signal }));
-    work.catch(() => {}); // a listener that rejects after its timeout must not be an unhandled rejection
+    await undefined; // the listener never runs inside the caller's turn (receive loop, dispatcher)
+    let ac: AbortController | undefined;
+    let timedOut: VelaClientError | undefined;
+    const context: ConsumeContext = {
+      get signal() {
+        if (!ac) {
+          ac = new AbortController();
+          if (timedOut) ac.abort(timedOut);
+        }
+        return ac.signal;
+      },
+    };
+    let r: unknown;
     try {
-      const r = await Promise.race([work, timeout]);
-      if (r === 'timeout') {
-        ac.abort(
+      r = this.options.listener(m, context);
+      if (isThenable(r))
+        r = await this.withTimeout(r, m, (err) => {
+          timedOut = err;
+          ac?.abort(err);
+        });
+    } catch (err) {
+      this.logger.debug(
+        { err, messageId: m.messageId, topic: m.topic },
+        'listener threw; nacking the message',
+      );
+      return false;
+    }
+    if (r === TIMED_OUT) return false;
+    if (r === ConsumeResult.SUCCESS) return true;
+    if (r !== ConsumeResult.FAILURE) {
+      this.logger.warn(
+        { messageId: m.messageId, result: r },
+        'listener returned neither SUCCESS nor FAILURE; nacking',
+      );
+    }
+    return false;
+  }
+
+  /** The listener's pending answer, or TIMED_OUT once `consumeTimeoutMs` has passed (then `onTimeout`). */
+  private async withTimeout(
+    work: PromiseLike<unknown>,
+    m: MessageView,
+    onTimeout: (err: VelaClientError) => void,
+  ): Promise<unknown> {
+    const pending = Promise.resolve(work);
+    pending.catch(() => {}); // a listener that rejects after its timeout must not be an unhandled rejection
+    let cancel = (): void => {};
+    const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+      cancel = this.timers.timeout(() => resolve(TIMED_OUT), this.options.consumeTimeoutMs);
+    });
+    try {
+      const r = await Promise.race([pending, timeout]);
+      if (r === TIMED_OUT) {
+        onTimeout(
           new VelaClientError(
             Code.REQUEST_TIMEOUT,
             `the listener ran past consumeTimeoutMs (${this.options.consumeTimeoutMs} ms)`,
@@ -279,22 +335,8 @@ export class PushConsumer extends ConsumerBase {
           { messageId: m.messageId, topic: m.topic },
           'listener timed out; nacking the message',
         );
-        return false;
       }
-      if (r === ConsumeResult.SUCCESS) return true;
-      if (r !== ConsumeResult.FAILURE) {
-        this.logger.warn(
-          { messageId: m.messageId, result: r },
-          'listener returned neither SUCCESS nor FAILURE; nacking',
-        );
-      }
-      return false;
-    } catch (err) {
-      this.logger.debug(
-        { err, messageId: m.messageId, topic: m.topic },
-        'listener threw; nacking the message',
-      );
-      return false;
+      return r;
     } finally {
       cancel();
     }

@@ -135,6 +135,40 @@ describe('PushConsumer', { concurrency: true }, () => {
     await c.close();
   });
 
+  test('a listener that reads its signal only after its timeout finds it aborted', async () => {
+    const { topic, group } = await setup({ retry: [100] });
+    await sendN(topic, 1, 'late');
+    const seen: { attempt: number; aborted: boolean; reason: unknown }[] = [];
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        consumeTimeoutMs: 100,
+        listener: async (m, context) => {
+          if (m.deliveryAttempt === 1) await sleep(300);
+          seen.push({
+            attempt: m.deliveryAttempt,
+            aborted: context.signal.aborted,
+            reason: context.signal.reason,
+          });
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
+    await c.start();
+    await waitFor(() => seen.length === 2, 5000, 'redelivery after the timeout');
+    assert.equal(seen[0]!.attempt, 1);
+    assert.equal(seen[0]!.aborted, true, 'the first attempt had timed out');
+    assert.match(String((seen[0]!.reason as Error).message), /consumeTimeoutMs/);
+    assert.deepEqual(
+      { attempt: seen[1]!.attempt, aborted: seen[1]!.aborted },
+      { attempt: 2, aborted: false },
+    );
+    await waitFor(() => progress(b, group, topic).inflight === 0, 3000, 'settled');
+    await c.close();
+  });
+
   test('never more than `concurrency` listeners at once', async () => {
     const { topic, group } = await setup();
     await sendN(topic, 30);

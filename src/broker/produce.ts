@@ -4,7 +4,7 @@
  * maps a group to the same queue), and append to the store. A send resolves only when the message is
  * durable under the store's flush policy.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { ProduceLimits } from '../common/config.js';
 import type { MessageStore, MessageInput, AppendResult } from '../store/index.js';
@@ -371,7 +371,7 @@ export class ProduceService {
 
     const properties: Record<string, string> = {
       ...props,
-      [BODY_MD5_PROPERTY]: createHash('md5').update(m.body).digest('hex').toUpperCase(),
+      [BODY_MD5_PROPERTY]: hash('md5', m.body, 'hex').toUpperCase(),
     };
     if (m.traceContext) properties[TRACE_CONTEXT_PROPERTY] = m.traceContext;
     return {

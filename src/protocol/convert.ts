@@ -2,7 +2,7 @@
  * Conversions between wire messages and the broker's: producer messages in, delivered messages out
  * (with the MD5 body digest, receipt handle and delivery attempt the official clients require).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { ProduceMessage, SendableType } from '../broker/produce.js';
 import { BODY_MD5_PROPERTY, messageTypeOf, SysFlag, TRACE_CONTEXT_PROPERTY } from '../broker/produce.js';
@@ -72,7 +72,7 @@ export interface DeliveryInfo {
 
 /** The MD5 body digest the official clients require: stored with the message, else computed. */
 export function bodyDigest(m: BrokerMessage): string {
-  return m.properties[BODY_MD5_PROPERTY] ?? createHash('md5').update(m.body).digest('hex').toUpperCase();
+  return m.properties[BODY_MD5_PROPERTY] ?? hash('md5', m.body, 'hex').toUpperCase();
 }
 
 /** Hot path (every delivery): plain assignments, no spreads. */

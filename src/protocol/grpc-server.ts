@@ -30,6 +30,7 @@ import { getOffset, pullMessage, queryOffset, updateOffset } from './handlers/pu
 import { endTransaction, telemetryCommandOf } from './handlers/transaction.js';
 import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status, type TelemetryCommand } from './wire-types.js';
+import { frameResponses } from './message-frame.js';
 import { rpcTimer } from './rpc-stats.js';
 import { Code } from '../common/codes.js';
 import { GrpcAccess, type CallCredentials } from './auth.js';
@@ -263,15 +264,16 @@ export class GrpcEndpoint {
           ?.status?.code ?? Code.OK;
       const sendFrames = (call: ServerCall, frames: unknown[], started?: number) => {
         if (started !== undefined) timer.end(started, codeOf(frames));
-        let encoded: Uint8Array[];
+        let framed: Buffer;
         try {
-          encoded = frames.map((f) => encode(m.responseType, f));
+          // Delivered messages are written in place by the hand-written encoder; the rest by protobufjs.
+          framed = frameResponses(frames, (f) => encode(m.responseType, f));
         } catch (err) {
           log.error({ err, rpc: name }, 'cannot encode a response');
           call.fail(GrpcStatus.INTERNAL, 'internal error: cannot encode the response');
           return;
         }
-        call.sendAll(encoded);
+        call.sendAllFramed(framed);
       };
       return {
         kind: 'server-stream',

@@ -148,6 +148,11 @@ export class ServerCall {
     this.sendFramed(frameMessages(payloads));
   }
 
+  /** Answer with a streaming answer already gRPC-framed (length-prefixed messages) in one buffer, then OK trailers. */
+  sendAllFramed(framed: Buffer): void {
+    this.sendFramed(framed);
+  }
+
   /** Streaming: one more message. Returns false when the caller should `await drain()` first. */
   write(payload: Uint8Array): boolean {
     if (!this.isOpen) return false;

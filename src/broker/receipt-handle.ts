@@ -66,6 +66,87 @@ export class ReceiptHandles {
     return buf.toString('base64url');
   }
 
+  /** Handles for many deliveries of one (topic, group): one cipher call for the whole batch. */
+  encodeMany(topic: string, group: string, fields: readonly HandleFields[]): string[] {
+    const n = fields.length;
+    if (n === 0) return [];
+    const blocks = Buffer.allocUnsafe(n * V2_BLOCK);
+    for (let i = 0; i < n; i++) {
+      const f = fields[i]!;
+      const at = i * V2_BLOCK;
+      blocks.writeUInt32BE(f.queueId >>> 0, at);
+      blocks.writeDoubleBE(f.offset, at + 4);
+      blocks.writeUInt32BE(f.nonce >>> 0, at + 12);
+    }
+    const macs = this.cipherFor(topic, group).update(blocks);
+    const out = Buffer.allocUnsafe(n * LENGTH);
+    const handles: string[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const at = i * LENGTH;
+      out[at] = V2;
+      blocks.copy(out, at + 1, i * V2_BLOCK, (i + 1) * V2_BLOCK);
+      macs.copy(out, at + 1 + V2_BLOCK, i * V2_BLOCK, i * V2_BLOCK + MAC);
+      handles[i] = out.toString('base64url', at, at + LENGTH);
+    }
+    return handles;
+  }
+
+  /**
+   * Decode and authenticate many handles of one (topic, group), one cipher call for all the version 2
+   * ones: per handle its fields, or the INVALID_RECEIPT_HANDLE error `decode` would throw.
+   */
+  decodeMany(handles: readonly unknown[], topic: string, group: string): (HandleFields | VelaError)[] {
+    const out: (HandleFields | VelaError)[] = new Array(handles.length);
+    const raw: (Buffer | undefined)[] = new Array(handles.length);
+    let v2 = 0;
+    for (let i = 0; i < handles.length; i++) {
+      const h = handles[i];
+      if (typeof h !== 'string' || h.length === 0 || h.length > 64) {
+        out[i] = new VelaError('INVALID_RECEIPT_HANDLE', 'malformed receipt handle');
+        continue;
+      }
+      const buf = Buffer.from(h, 'base64url');
+      if (buf.length !== LENGTH || (buf[0] !== V1 && buf[0] !== V2)) {
+        out[i] = new VelaError('INVALID_RECEIPT_HANDLE', 'malformed receipt handle');
+        continue;
+      }
+      raw[i] = buf;
+      if (buf[0] === V2) v2++;
+    }
+    let macs: Buffer | undefined;
+    if (v2 > 0) {
+      const blocks = Buffer.allocUnsafe(v2 * V2_BLOCK);
+      let at = 0;
+      for (const buf of raw) {
+        if (buf?.[0] !== V2) continue;
+        buf.copy(blocks, at, 1, 1 + V2_BLOCK);
+        at += V2_BLOCK;
+      }
+      macs = this.cipherFor(topic, group).update(blocks);
+    }
+    let k = 0;
+    for (let i = 0; i < handles.length; i++) {
+      const buf = raw[i];
+      if (!buf) continue;
+      let ok: boolean;
+      if (buf[0] === V2) {
+        ok = macs!.compare(buf, LENGTH - MAC, LENGTH, k * V2_BLOCK, k * V2_BLOCK + MAC) === 0;
+        k++;
+      } else {
+        ok = this.macV1(buf.subarray(0, V1_PAYLOAD), topic, group)
+          .subarray(0, MAC)
+          .equals(buf.subarray(LENGTH - MAC));
+      }
+      out[i] = ok
+        ? { queueId: buf.readUInt32BE(1), offset: buf.readDoubleBE(5), nonce: buf.readUInt32BE(13) }
+        : new VelaError(
+            'INVALID_RECEIPT_HANDLE',
+            'receipt handle does not belong to this topic and consumer group',
+          );
+    }
+    return out;
+  }
+
   /** Decode and authenticate a handle for this topic and group, or throw INVALID_RECEIPT_HANDLE. */
   decode(handle: unknown, topic: string, group: string): HandleFields {
     if (typeof handle !== 'string' || handle.length === 0 || handle.length > 64) {

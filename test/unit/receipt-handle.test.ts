@@ -59,3 +59,32 @@ test('malformed handles are refused with INVALID_RECEIPT_HANDLE', () => {
     assert.throws(() => h.decode(bad, 'T', 'G'), invalid, String(bad));
   }
 });
+
+test('handles issued and checked in batches are the same as one at a time', () => {
+  const key = randomBytes(32);
+  const h = ReceiptHandles.withKey(key);
+  const many = Array.from({ length: 40 }, (_, i) => ({
+    queueId: i % 8,
+    offset: 1000 + i,
+    nonce: (i * 2654435761) >>> 0,
+  }));
+  const handles = h.encodeMany('T', 'G', many);
+  assert.deepEqual(
+    handles,
+    many.map((f) => h.encode('T', 'G', f)),
+  );
+  const tampered = Buffer.from(handles[3]!, 'base64url');
+  tampered[20]! ^= 4;
+  const mixed: unknown[] = [
+    ...handles,
+    h.encodeV1('T', 'G', many[0]!),
+    tampered.toString('base64url'),
+    'junk',
+    7,
+    h.encode('T', 'G2', many[1]!),
+  ];
+  const out = h.decodeMany(mixed, 'T', 'G');
+  assert.deepEqual(out.slice(0, 41), [...many, many[0]]);
+  for (const bad of out.slice(41)) assert.ok(invalid(bad), String(bad));
+  assert.deepEqual(h.encodeMany('T', 'G', []), []);
+});

@@ -10,7 +10,7 @@ import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext } from './context.js';
 import { readDelivered } from './delivered.js';
 import { stateKey, type Delivery, type GroupTopicState } from './delivery.js';
-import { decodeHandle, liveDelivery, receiptHandleOf, type DecodedHandle } from './receipt.js';
+import { decodeHandle, decodeHandles, liveDelivery, receiptHandleOf, type DecodedHandle } from './receipt.js';
 import type { Revive } from './revive.js';
 
 export class Acks {
@@ -27,14 +27,10 @@ export class Acks {
   ): Promise<(VelaError | null)[]> {
     const ctx = this.ctx;
     const results: (VelaError | null)[] = [];
-    const decoded: (DecodedHandle | null)[] = receiptHandles.map((h, i) => {
-      try {
-        return decodeHandle(ctx, group, topic, h);
-      } catch (err) {
-        if (!(err instanceof VelaError)) throw err;
-        results[i] = err;
-        return null;
-      }
+    const decoded: (DecodedHandle | null)[] = decodeHandles(ctx, group, topic, receiptHandles).map((h, i) => {
+      if (!(h instanceof VelaError)) return h;
+      results[i] = h;
+      return null;
     });
     const settled = await ctx.serialized(stateKey(group, topic), () => {
       const done: Delivery[] = [];

@@ -36,7 +36,7 @@ import { rebuildHeld } from './fifo.js';
 import { Pop, type Delivered } from './pop.js';
 import type { ParkingLot } from './long-poll.js';
 import { Progress, type QueueProgress } from './progress.js';
-import { receiptHandleOf } from './receipt.js';
+import { receiptHandlesOf } from './receipt.js';
 import { parseRetryTopic } from './retry-records.js';
 import { Revive } from './revive.js';
 import { migrateRetryTopics } from './retry-migration.js';
@@ -75,7 +75,7 @@ export class ConsumeService implements StateParticipant {
     const ctx = new ConsumeContext(deps, (item, at) => this.revive.onDeadline(item, at));
     this.ctx = ctx;
     this.revive = new Revive(ctx);
-    this.popper = new Pop(ctx, (s, d) => receiptHandleOf(ctx, s, d));
+    this.popper = new Pop(ctx, (s, ds) => receiptHandlesOf(ctx, s, ds));
     this.acks = new Acks(ctx, this.revive);
     this.autoRenew = new AutoRenew(ctx, this.revive);
     this.figures = new Progress(ctx);

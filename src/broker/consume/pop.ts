@@ -68,7 +68,6 @@ class Batch {
     readonly s: GroupTopicState,
     readonly req: PopRequest,
     readonly now: number,
-    private readonly receiptHandle: (d: Delivery) => string,
   ) {}
 
   get full(): boolean {
@@ -96,7 +95,7 @@ class Batch {
     const message = presentDelivered(s, m, d);
     this.delivered.push({
       message,
-      receiptHandle: this.receiptHandle(d),
+      receiptHandle: '', // issued for the whole batch at its end (handOut)
       deliveryAttempt: d.attempt,
       invisibleMs: req.invisibleMs,
     });
@@ -116,16 +115,20 @@ class Batch {
 export class Pop {
   constructor(
     private readonly ctx: ConsumeContext,
-    private readonly receiptHandle: (s: GroupTopicState, d: Delivery) => string,
+    /** Receipt handles of deliveries of one (group, topic), in order. */
+    private readonly receiptHandles: (s: GroupTopicState, ds: readonly Delivery[]) => string[],
   ) {}
 
   async pop(s: GroupTopicState, topic: TopicConfig, g: GroupConfig, req: PopRequest): Promise<PopResult> {
     // Forgotten while this receive waited its turn (its topic or group was deleted).
     if (!this.ctx.states.isLive(s)) return { delivered: [], durable: Promise.resolve() };
-    const b = new Batch(this.ctx, s, req, this.ctx.now(), (d) => this.receiptHandle(s, d));
+    const b = new Batch(this.ctx, s, req, this.ctx.now());
     await this.dueFifoRedeliveries(b);
     if (!g.consumeMessageOrderly) await this.dueRetries(b);
     await this.newMessages(b, topic, g.consumeMessageOrderly);
+    // Every hand-out is in `changed`, in the order of `delivered`: one keyed computation for all.
+    const handles = this.receiptHandles(s, b.changed);
+    for (let i = 0; i < b.delivered.length; i++) b.delivered[i]!.receiptHandle = handles[i]!;
     const durable =
       b.changed.length > 0 || b.moved.length > 0
         ? this.ctx.journal.append({

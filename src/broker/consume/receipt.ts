@@ -4,6 +4,7 @@
  */
 import { VelaError } from '../../common/errors.js';
 import type { ConsumeContext } from './context.js';
+import type { HandleFields } from '../receipt-handle.js';
 import {
   DeliveryState,
   Source,
@@ -16,12 +17,21 @@ import {
 /** Handles carry the source in the queue id's top bit. */
 const RETRY_BIT = 0x8000_0000;
 
-export function receiptHandleOf(ctx: ConsumeContext, s: GroupTopicState, d: Delivery): string {
-  return ctx.handles.encode(s.topic, s.group, {
+function fieldsOf(d: Delivery): HandleFields {
+  return {
     queueId: d.source === Source.RETRY ? (d.queueId | RETRY_BIT) >>> 0 : d.queueId,
     offset: d.offset,
     nonce: d.nonce,
-  });
+  };
+}
+
+export function receiptHandleOf(ctx: ConsumeContext, s: GroupTopicState, d: Delivery): string {
+  return ctx.handles.encode(s.topic, s.group, fieldsOf(d));
+}
+
+/** Handles of many hand-outs of one (group, topic), in order (one keyed computation for all). */
+export function receiptHandlesOf(ctx: ConsumeContext, s: GroupTopicState, ds: readonly Delivery[]): string[] {
+  return ctx.handles.encodeMany(s.topic, s.group, ds.map(fieldsOf));
 }
 
 /** A handle checked for forgery and for its (group, topic): which delivery it names, and which hand-out. */
@@ -45,6 +55,25 @@ export function decodeHandle(
     key: deliveryKey(source, (f.queueId & ~RETRY_BIT) >>> 0, f.offset),
     nonce: f.nonce,
   };
+}
+
+/** Decode and authenticate many handles of one (group, topic): per handle, what it names or why not. */
+export function decodeHandles(
+  ctx: ConsumeContext,
+  group: string,
+  topic: string,
+  receiptHandles: readonly string[],
+): (DecodedHandle | VelaError)[] {
+  const sk = stateKey(group, topic);
+  return ctx.handles.decodeMany(receiptHandles, topic, group).map((f) => {
+    if (f instanceof VelaError) return f;
+    const source = f.queueId & RETRY_BIT ? Source.RETRY : Source.TOPIC;
+    return {
+      stateKey: sk,
+      key: deliveryKey(source, (f.queueId & ~RETRY_BIT) >>> 0, f.offset),
+      nonce: f.nonce,
+    };
+  });
 }
 
 /** The in-flight delivery a handle names, if the handle is still the live one. Call serialized. */

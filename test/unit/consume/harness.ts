@@ -19,7 +19,7 @@ import { Pop, type Delivered, type PopRequest } from '../../../src/broker/consum
 import { Acks } from '../../../src/broker/consume/ack.js';
 import { AutoRenew } from '../../../src/broker/consume/auto-renew.js';
 import { Progress } from '../../../src/broker/consume/progress.js';
-import { receiptHandleOf } from '../../../src/broker/consume/receipt.js';
+import { receiptHandlesOf } from '../../../src/broker/consume/receipt.js';
 import { decodeConsumeSnapshot, encodeConsumeSnapshot } from '../../../src/broker/state-snapshots.js';
 import type { StateRecord } from '../../../src/broker/state-records.js';
 import { tempDir } from '../../helpers.js';
@@ -93,7 +93,7 @@ export async function openCore(
     participant,
   ]);
   topics.journal = groups.journal = ctx.journal = journal;
-  const pop = new Pop(ctx, (s, d) => receiptHandleOf(ctx, s, d));
+  const pop = new Pop(ctx, (s, ds) => receiptHandlesOf(ctx, s, ds));
   const acks = new Acks(ctx, revive);
   const autoRenew = new AutoRenew(ctx, revive);
   const progress = new Progress(ctx);

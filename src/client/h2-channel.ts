@@ -7,6 +7,11 @@
  * `TransportError` carrying the gRPC status, which `errors.ts` turns into the SDK's typed errors.
  *
  * It speaks bytes; `connection.ts` puts RocketMQ's protobuf messages and headers on top.
+ *
+ * Why one file of ~680 lines: the three call kinds, the response reader and the bidi call all run on
+ * the one session this channel dials, share its failure handling (a dropped session fails every call
+ * on it with the same status) and its deadline and abort plumbing; the wire format they share is
+ * already apart, in protocol/transport/grpc-wire.ts.
  */
 import http2, { constants } from 'node:http2';
 import { EventEmitter } from 'node:events';

@@ -24,6 +24,7 @@ import { Action } from '../broker/auth/model.js';
 import { ResourceType } from '../broker/auth/resource.js';
 import { VelaError } from '../common/errors.js';
 import { resourceName } from './context.js';
+import type { ServerCall } from './transport/server-call.js';
 import {
   WireClientType,
   type MessageQueue,
@@ -154,4 +155,9 @@ export class GrpcAccess {
     if (!this.acl.enabled) return;
     this.authorize(this.authenticate(call), method, request, namespace, call.peer);
   }
+}
+
+/** What access control reads of a call: its headers and the client's address. */
+export function credentialsOf(call: ServerCall): CallCredentials {
+  return { header: (n) => call.header(n), peer: call.peer.remote };
 }

@@ -6,11 +6,11 @@
  *
  * Client sessions belong to the connection they were opened on: another connection cannot end them
  * (NotifyClientTermination, or a Telemetry stream closing) nor take them over while their Telemetry
- * stream is open.
+ * stream is open. The Telemetry stream itself is telemetry-stream.ts; delivered messages are encoded by
+ * message-frame.ts.
  */
 import type protobuf from 'protobufjs';
 import type { Broker } from '../broker/broker.js';
-import { CodeTable } from '../common/codes.js';
 import { VelaError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { decodeRequest, encode, fromMillis, messagingMethods, MALFORMED, type MethodCodec } from './codec.js';
@@ -25,15 +25,17 @@ import {
   changeInvisibleDuration,
   receiveMessage,
 } from './handlers/consume.js';
-import { heartbeat, notifyClientTermination, settingsReply } from './handlers/client.js';
+import { heartbeat, notifyClientTermination } from './handlers/client.js';
 import { getOffset, pullMessage, queryOffset, updateOffset } from './handlers/pull.js';
-import { endTransaction, telemetryCommandOf } from './handlers/transaction.js';
+import { endTransaction } from './handlers/transaction.js';
 import { recallMessage } from './handlers/recall.js';
-import { WireAddressScheme, type Status, type TelemetryCommand } from './wire-types.js';
+import { WireAddressScheme, type Status } from './wire-types.js';
 import { frameResponses } from './message-frame.js';
 import { rpcTimer } from './rpc-stats.js';
 import { Code } from '../common/codes.js';
-import { GrpcAccess, type CallCredentials } from './auth.js';
+import { GrpcAccess, credentialsOf } from './auth.js';
+import { limitStatus } from './limit-status.js';
+import { TelemetryStreams } from './telemetry-stream.js';
 import { GrpcStatus, LimitError } from './transport/grpc-wire.js';
 import type { ServerCall, PeerInfo } from './transport/server-call.js';
 import {
@@ -87,8 +89,7 @@ type Unary = (ctx: CallContext, req: never) => unknown;
 const VALUES_PER_ENTRY = 512;
 
 export class GrpcEndpoint {
-  /** Open Telemetry streams by client id. */
-  private readonly telemetry = new Map<string, Set<ServerCall>>();
+  private readonly telemetry = new TelemetryStreams();
   /** Client ids seen per connection (bounded by maxClientsPerConnection). */
   private readonly clientsByConnection = new Map<string, Set<string>>();
   private closing: Promise<void> | null = null;
@@ -381,195 +382,16 @@ export class GrpcEndpoint {
         (status) => [{ status }, { delivery_timestamp: fromMillis(broker.clock.now()) }],
       ),
     );
-    register('Telemetry', this.telemetryHandler(broker, opts, admit, access, checkClientQuota, noteClient));
+    register(
+      'Telemetry',
+      this.telemetry.handler(
+        broker,
+        { logger: log, limits: opts.limits, valuesPerEntry: VALUES_PER_ENTRY, storeHost },
+        admit,
+        access,
+        checkClientQuota,
+        noteClient,
+      ),
+    );
   }
-
-  private telemetryHandler(
-    broker: Broker,
-    opts: GrpcEndpointOptions,
-    admit: (call: ServerCall) => void | Promise<void>,
-    access: GrpcAccess,
-    checkClientQuota: (ctx: CallContext) => void,
-    noteClient: (ctx: CallContext) => void,
-  ): MethodHandler {
-    const log = opts.logger;
-    const m = messagingMethods().get('Telemetry')!;
-    const type = m.responseType;
-    const write = (call: ServerCall, cmd: TelemetryCommand) => {
-      let bytes: Uint8Array;
-      try {
-        bytes = encode(type, cmd);
-      } catch (err) {
-        log.error({ err }, 'cannot encode a telemetry command');
-        return;
-      }
-      // A client that does not read its commands gets no more of them read either: flow control
-      // then stops it from sending, so neither side's buffers grow.
-      if (!call.write(bytes)) {
-        call.pauseReading();
-        void call.drain().then(() => call.resumeReading());
-      }
-    };
-    const refuse = (call: ServerCall, status: Status) => {
-      write(call, { status });
-      call.end();
-    };
-    return {
-      kind: 'bidi',
-      maxMessageBytes: opts.limits.maxTelemetryMessageBytes,
-      onRefused: (call, err) => refuse(call, limitStatus(err)),
-      onOpen: (call) => {
-        let ctx: CallContext;
-        // The stream's headers are read once: authenticated here, each Settings authorized below.
-        let principal: ReturnType<GrpcAccess['authenticate']> | undefined;
-        try {
-          ctx = contextOf(call, undefined);
-          checkClientQuota(ctx);
-          if (access.enabled) principal = access.authenticate(credentialsOf(call));
-        } catch (err) {
-          refuse(call, statusOf(err, log, 'Telemetry'));
-          return;
-        }
-        const auth = admit(call);
-        let admitted: Promise<void> | undefined;
-        if (auth) {
-          admitted = Promise.resolve(auth).catch((err: unknown) => {
-            refuse(call, statusOf(err, log, 'Telemetry'));
-            throw err;
-          });
-          admitted.catch(() => {});
-        }
-        noteClient(ctx);
-        const clientId = ctx.clientId;
-        let streams = this.telemetry.get(clientId);
-        if (!streams) this.telemetry.set(clientId, (streams = new Set()));
-        streams.add(call);
-        // The broker's own commands to this client (orphaned-transaction checks).
-        const detach = broker.channels.attach(clientId, (command) => {
-          if (!call.isOpen) return false;
-          write(call, telemetryCommandOf(command, `${opts.host}:${this.ports[0] ?? 0}`));
-          return true;
-        });
-        const onCommand = (cmd: TelemetryCommand) => {
-          const malformed = (cmd as Record<symbol, unknown>)[MALFORMED];
-          if (malformed !== undefined) {
-            write(call, {
-              status: statusOf(
-                new VelaError('BAD_REQUEST', `malformed telemetry command: ${String(malformed)}`),
-                log,
-                'Telemetry',
-              ),
-            });
-            return;
-          }
-          if (!cmd.settings) return; // diagnostics replies (thread stack, verify result): nothing to do
-          if (principal) {
-            try {
-              access.authorize(principal, 'Telemetry', cmd, ctx.namespace, call.peer.remote);
-            } catch (err) {
-              write(call, { status: statusOf(err, log, 'Telemetry') });
-              return;
-            }
-          }
-          const owner = broker.sessions.get(clientId);
-          if (
-            owner?.telemetryOpen &&
-            owner.connectionId !== undefined &&
-            owner.connectionId !== ctx.connectionId &&
-            this.telemetryOpenOn(clientId, owner.connectionId)
-          ) {
-            write(call, {
-              status: statusOf(
-                new VelaError('FORBIDDEN', `client id ${clientId} has a session on another connection`),
-                log,
-                'Telemetry',
-              ),
-            });
-            return;
-          }
-          settingsReply(broker, ctx, cmd.settings).then(
-            (reply) => write(call, reply),
-            (err: unknown) => write(call, { status: statusOf(err, log, 'Telemetry') }),
-          );
-        };
-        call.onMessage((bytes) => {
-          let cmd: TelemetryCommand;
-          try {
-            cmd = decodeGuardedTelemetry(m, bytes, opts.limits.maxRequestEntries * VALUES_PER_ENTRY);
-          } catch (err) {
-            refuse(call, limitStatus(err as LimitError));
-            return;
-          }
-          if (admitted)
-            admitted.then(
-              () => onCommand(cmd),
-              () => {},
-            );
-          else onCommand(cmd);
-        });
-        let done = false;
-        const finish = () => {
-          if (done) return;
-          done = true;
-          detach();
-          streams.delete(call);
-          if (streams.size === 0) this.telemetry.delete(clientId);
-          // The session ends when its last stream on this connection does (streams other connections
-          // opened with the same id neither keep it alive nor end it).
-          if (![...streams].some((c) => c.peer.connectionId === ctx.connectionId)) {
-            broker.sessions.telemetryClosed(clientId, ctx.connectionId);
-          }
-        };
-        call.onHalfClose(() => {
-          finish();
-          call.end();
-        });
-        call.onClose(finish);
-        // Shutdown (or a deadline the client set) ends the stream from our side.
-        call.signal.addEventListener('abort', () => {
-          finish();
-          call.end();
-        });
-      },
-    };
-  }
-
-  private telemetryOpenOn(clientId: string, connectionId: string): boolean {
-    for (const call of this.telemetry.get(clientId) ?? []) {
-      if (call.peer.connectionId === connectionId && call.isOpen) return true;
-    }
-    return false;
-  }
-}
-
-function decodeGuardedTelemetry(m: MethodCodec, bytes: Buffer, maxValues: number): TelemetryCommand {
-  try {
-    guardRequest(m.requestType, bytes, { maxValues, maxEntries: Infinity });
-  } catch (err) {
-    if (err instanceof LimitError && err.kind === 'malformed') {
-      return { [MALFORMED]: err.message } as unknown as TelemetryCommand;
-    }
-    throw err;
-  }
-  return decodeRequest(m.requestType, bytes) as TelemetryCommand;
-}
-
-/** The body status a refused request gets. */
-function limitStatus(err: LimitError): Status {
-  if (!(err instanceof LimitError)) {
-    return { code: CodeTable.INTERNAL_SERVER_ERROR.code, message: 'internal error' };
-  }
-  switch (err.kind) {
-    case 'message-too-large':
-      return { code: CodeTable.PAYLOAD_TOO_LARGE.code, message: `request too large: ${err.message}` };
-    case 'inbound-budget':
-      return { code: CodeTable.TOO_MANY_REQUESTS.code, message: `too many requests: ${err.message}` };
-    case 'malformed':
-      return { code: CodeTable.BAD_REQUEST.code, message: `malformed request: ${err.message}` };
-  }
-}
-
-/** What access control reads of a call: its headers and the client's address. */
-function credentialsOf(call: ServerCall): CallCredentials {
-  return { header: (n) => call.header(n), peer: call.peer.remote };
 }

@@ -9,6 +9,11 @@
  * byte a client sends tells them apart (a TLS handshake starts with 0x16, an HTTP/2 preface with 'P').
  *
  * It knows nothing of RocketMQ: `protocol/grpc-server.ts` binds MessagingService to it.
+ *
+ * Why one file of ~550 lines: accepting a socket (first-byte sniffing, TLS), the session's keepalive,
+ * routing each stream to its method and the graceful shutdown all read and change the same table of
+ * live connections and the same closing state; split apart, each part would have to export that state
+ * to the others. What is per call lives in server-call.ts, the wire format in grpc-wire.ts.
  */
 import http2, { constants } from 'node:http2';
 import net from 'node:net';

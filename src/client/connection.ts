@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { decode, encode, messagingMethods, type MethodCodec } from '../protocol/codec.js';
+import { decode, decodeLean, encode, messagingMethods, type MethodCodec } from '../protocol/codec.js';
 import type { Endpoints, TelemetryCommand } from '../protocol/wire-types.js';
 import { abortReason, fromTransport } from './errors.js';
 import { endpointsKey } from './endpoints.js';
@@ -43,6 +43,8 @@ export interface CallOptions {
   /** Deadline, from now. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Answers as protobufjs message objects (see `decodeLean`): for readers that accept defaults for absent fields. */
+  lean?: boolean;
 }
 
 /** The headers of one request. */
@@ -117,7 +119,8 @@ export class Connection {
         opts.timeoutMs,
         opts.signal,
       );
-      return frames.map((b) => decode(m.responseType, b) as Frame);
+      const dec = opts.lean ? decodeLean : decode;
+      return frames.map((b) => dec(m.responseType, b) as Frame);
     } catch (err) {
       if (opts.signal?.aborted) throw abortReason(opts.signal);
       throw fromTransport(err, name);

@@ -154,7 +154,12 @@ export abstract class ConsumerBase extends ClientBase {
         long_polling_timeout: fromMillis(p.pollMs),
         ...(p.attemptId ? { attempt_id: p.attemptId } : {}),
       },
-      { timeoutMs: this.clientConfig.requestTimeoutMs + p.pollMs, ...(p.signal ? { signal: p.signal } : {}) },
+      // Lean frames: MessageView and the status check below read absent fields as null/''/0 alike.
+      {
+        timeoutMs: this.clientConfig.requestTimeoutMs + p.pollMs,
+        lean: true,
+        ...(p.signal ? { signal: p.signal } : {}),
+      },
     );
     const status = frames.find((f) => f.status)?.status;
     const ref = {

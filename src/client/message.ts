@@ -192,7 +192,8 @@ export class MessageView {
   /** @internal Use a consumer to receive messages. */
   constructor(wire: WireMessage, ref: DeliveryRef) {
     const sp = wire.system_properties ?? {};
-    const raw = wire.body ?? Buffer.alloc(0);
+    // A lean-decoded message without a body has an empty array there, not a Buffer.
+    const raw = wire.body?.length ? wire.body : EMPTY_BODY;
     this.messageId = sp.message_id ?? '';
     this.topic = wire.topic?.name ?? '';
     this.tag = sp.tag || undefined;
@@ -237,6 +238,8 @@ export class MessageView {
     return deliveries.get(this)?.receiptHandle ?? '';
   }
 }
+
+const EMPTY_BODY = Buffer.alloc(0);
 
 function digestMatches(body: Buffer, d: { type: number; checksum: string }): boolean {
   const want = (d.checksum ?? '').toUpperCase();

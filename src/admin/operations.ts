@@ -6,6 +6,7 @@ import type { Broker } from '../broker/broker.js';
 import { formatRetryPolicy, parseRetryPolicy } from '../broker/retry-policy.js';
 import type { GroupConfig, TopicConfig } from '../broker/metadata.js';
 import { VelaError } from '../common/errors.js';
+import type { GroupInfo, StoredMessageInfo, TopicInfo } from '../common/admin-api.js';
 import type { BrokerMessage } from '../broker/message.js';
 import { messageTypeOf } from '../broker/produce.js';
 import { groupConsumerKinds } from '../broker/group-kinds.js';
@@ -15,24 +16,10 @@ import { VELA_VERSION } from '../common/version.js';
 import type { AccessControl } from '../broker/auth/access-control.js';
 import { AclOperations } from './acl-operations.js';
 
-export interface TopicView {
-  topic: string;
-  readQueueNums: number;
-  writeQueueNums: number;
-  perm: number;
-  messageType: string;
-  attributes: Record<string, string>;
-}
-
-export interface GroupView {
-  group: string;
-  retryMaxTimes: number;
-  consumeMessageOrderly: boolean;
-  consumeBroadcastEnable: boolean;
-  consumeEnable: boolean;
-  groupRetryPolicy: Record<string, unknown>;
-  fifoRetryIntervalMs: number;
-}
+/** A topic as the API shows it. */
+export type TopicView = TopicInfo;
+/** A group's configuration as the API shows it. */
+export type GroupView = GroupInfo;
 
 const topicView = (t: TopicConfig): TopicView => ({
   topic: t.name,
@@ -53,7 +40,7 @@ const groupView = (g: GroupConfig): GroupView => ({
   fifoRetryIntervalMs: g.fifoRetryIntervalMs,
 });
 
-function messageView(m: BrokerMessage) {
+function messageView(m: BrokerMessage): StoredMessageInfo & { logPosition: number } {
   return {
     messageId: m.messageId,
     topic: m.topic,

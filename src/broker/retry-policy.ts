@@ -3,6 +3,7 @@
  * CUSTOMIZED walks a table (the last value repeats); EXPONENTIAL grows from `initial` by
  * `multiplier` up to `max`. The JSON shape is mqadmin's `groupRetryPolicy`.
  */
+import type { GroupRetryPolicy } from '../common/admin-api.js';
 import { VelaError } from '../common/errors.js';
 
 const S = 1000;
@@ -90,7 +91,7 @@ export function parseRetryPolicy(json: unknown): RetryPolicy {
 }
 
 /** mqadmin's JSON form of a policy. */
-export function formatRetryPolicy(p: RetryPolicy): Record<string, unknown> {
+export function formatRetryPolicy(p: RetryPolicy): GroupRetryPolicy {
   return p.type === 'CUSTOMIZED'
     ? { type: 'CUSTOMIZED', customizedRetryPolicy: { next: p.next } }
     : {

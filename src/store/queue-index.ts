@@ -10,6 +10,9 @@
  *
  * Offsets: `minOffset` (first still stored; retention moves it) ≤ `committed` (readable: its record is
  * durable in the log) ≤ `nextOffset` (the next one to assign).
+ *
+ * One file on purpose: the entry layout, the unwritten tail, file rolling, retention's `applyLogStart`
+ * and recovery's truncation all move the three offsets above and must change together.
  */
 import { join } from 'node:path';
 import {

@@ -19,7 +19,7 @@ import {
   ensureDir,
   fsyncDir,
   nodeStoreFs,
-  O,
+  openIndexFile,
   readFully,
   removeTree,
   writeAll,
@@ -411,17 +411,9 @@ export class QueueIndex {
   }
 
   private async fdOf(f: IndexFile): Promise<number> {
-    if (f.fd === null) {
-      // Only a file this process is creating may be created: never resurrect one deleted meanwhile.
-      const fd = await this.fs.open(f.path, f.fresh ? O.O_RDWR | O.O_CREAT : O.O_RDWR);
-      if (f.fresh) {
-        f.fresh = false;
-        this.dirDirty = true;
-      }
-      if (f.fd === null) f.fd = fd;
-      else await this.fs.close(fd);
-    }
-    return f.fd!;
+    return openIndexFile(this.fs, f, () => {
+      this.dirDirty = true;
+    });
   }
 
   /** Close a file's descriptor, or, while a call still uses it, have the last one close it. */

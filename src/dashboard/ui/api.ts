@@ -11,7 +11,12 @@ import type {
   StoredMessageInfo,
   TopicLag,
 } from '../../common/admin-api.js';
-import { authorizationValue, formatDateTime } from '../../common/signature-format.js';
+import {
+  ADMIN_AUTHORIZATION_HEADER,
+  authorizationValue,
+  DATE_TIME_HEADER,
+  formatDateTime,
+} from '../../common/signature-format.js';
 
 export type { QueueLag, TopicLag } from '../../common/admin-api.js';
 
@@ -59,7 +64,10 @@ async function signed(keys: AclKeys): Promise<Record<string, string>> {
   const hex = Array.from(mac, (b) => b.toString(16).padStart(2, '0'))
     .join('')
     .toUpperCase();
-  return { 'x-mq-date-time': dateTime, 'x-vela-authorization': authorizationValue(keys.accessKey, hex) };
+  return {
+    [DATE_TIME_HEADER]: dateTime,
+    [ADMIN_AUTHORIZATION_HEADER]: authorizationValue(keys.accessKey, hex),
+  };
 }
 
 export class ApiError extends Error {

@@ -1,7 +1,10 @@
 /**
- * Coalesces acknowledgements: acks issued in one turn of the event loop for the same broker, group
- * and topic go out as one AckMessage with many entries (at most `MAX_ENTRIES`). Each caller gets its
- * own entry's outcome: resolved, or rejected with that entry's typed error.
+ * Coalesces acknowledgements: acks for the same broker, group and topic go out as one AckMessage with
+ * many entries (at most `MAX_ENTRIES`). While no AckMessage of that key is in flight, what was issued
+ * in one turn of the event loop goes at the end of the turn; while one is, acks gather until it is
+ * answered (or until `MAX_ENTRIES` are waiting), so a busy consumer sends full batches rather than one
+ * per received batch. Each caller gets its own entry's outcome: resolved, or rejected with that
+ * entry's typed error.
  */
 import type { Resource, Status } from '../protocol/wire-types.js';
 import type { Connection } from './connection.js';
@@ -35,6 +38,8 @@ export type AckSender = (conn: Connection, request: object) => Promise<AckRespon
 export class AckBatcher {
   private readonly pending = new Map<string, Pending>();
   private readonly inflight = new Set<Promise<void>>();
+  /** AckMessage calls in flight per key. */
+  private readonly busy = new Map<string, number>();
   private scheduled: Cancel | undefined;
 
   constructor(
@@ -55,7 +60,7 @@ export class AckBatcher {
       if (!p) this.pending.set(key, (p = { conn, group, topic, items: [] }));
       p.items.push({ messageId, receiptHandle, resolve, reject });
       if (p.items.length >= MAX_ENTRIES) this.flushKey(key);
-      else this.scheduled ??= this.timers.immediate(() => this.flush());
+      else if (!this.busy.has(key)) this.scheduled ??= this.timers.immediate(() => this.flushIdle());
     });
   }
 
@@ -64,6 +69,12 @@ export class AckBatcher {
     this.scheduled?.();
     this.scheduled = undefined;
     for (const key of [...this.pending.keys()]) this.flushKey(key);
+  }
+
+  /** At the end of a turn: send what waits for keys with no AckMessage in flight (the others go when theirs is answered). */
+  private flushIdle(): void {
+    this.scheduled = undefined;
+    for (const key of [...this.pending.keys()]) if (!this.busy.has(key)) this.flushKey(key);
   }
 
   /** Flush, then wait for every AckMessage in flight. */
@@ -101,6 +112,14 @@ export class AckBatcher {
       },
     );
     this.inflight.add(call);
-    void call.finally(() => this.inflight.delete(call));
+    this.busy.set(key, (this.busy.get(key) ?? 0) + 1);
+    void call.finally(() => {
+      this.inflight.delete(call);
+      const n = this.busy.get(key)! - 1;
+      if (n > 0) this.busy.set(key, n);
+      else this.busy.delete(key);
+      // What gathered meanwhile goes now.
+      if (n === 0 && this.pending.has(key)) this.flushKey(key);
+    });
   }
 }

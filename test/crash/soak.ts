@@ -35,7 +35,7 @@ try {
   });
   process.stdout.write(
     `\n${rounds} ${powerCut ? 'power cuts' : 'kill -9s'} in ${Math.round((Date.now() - t0) / 1000)} s: every acknowledged fact held` +
-      ` (${ledger.sent.size} sends, ${ledger.consumed.size} acks, ${ledger.counts.nacks} nacks,` +
+      ` (${ledger.sent.size} sends, ${ledger.delayed.size} delay messages, ${ledger.consumed.size} acks, ${ledger.counts.nacks} nacks,` +
       ` ${ledger.counts.commits} offset commits, ${ledger.counts.admin} admin changes);` +
       ` messages delivered or dead-lettered twice after a crash: ${ledger.duplicated.size}\n`,
   );

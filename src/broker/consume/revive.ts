@@ -26,6 +26,8 @@ import { failureMark } from './failure-marks.js';
 import { dlqRecord, dlqTopicOf, originIdOf, retryRecord } from './retry-records.js';
 
 const FAIL_CHUNK = 512;
+/** Expiries that could not be failed (the retry could not be stored: a full disk) are tried again after this. */
+const REFAIL_MS = 1000;
 
 export class Revive {
   constructor(private readonly ctx: ConsumeContext) {}
@@ -48,14 +50,38 @@ export class Revive {
     if (s.expiring.length === 1) {
       ctx.timers.immediate(() => {
         const due = s.expiring.splice(0);
+        const nonces = due.map((f) => f.delivery.nonce);
         void ctx
           .serialized(s, () => this.fail(s, due))
           .then((r) => r.durable)
-          .catch((err) =>
-            ctx.logger.error({ err, group: s.group, topic: s.topic }, 'could not schedule retries'),
-          );
+          .catch((err) => {
+            ctx.logger.error(
+              { err, group: s.group, topic: s.topic, retryInMs: REFAIL_MS },
+              'could not schedule retries',
+            );
+            void ctx.serialized(s, () => this.refail(s, due, nonces));
+          });
       });
     }
+  }
+
+  /**
+   * Expired deliveries that could not be failed (their retry was refused) are still in flight with a
+   * past deadline and nothing armed: expire them again a little later rather than never. Only those
+   * untouched since (same nonce, still in flight); the new deadline is not journalled (a restart
+   * finds the old one, passed, and expires them at once). Call serialized.
+   */
+  private refail(s: GroupTopicState, due: readonly Failure[], nonces: readonly number[]): void {
+    const ctx = this.ctx;
+    if (!ctx.states.isLive(s)) return;
+    const at = ctx.now() + REFAIL_MS;
+    due.forEach((f, i) => {
+      const d = s.deliveries.get(f.key);
+      if (d !== f.delivery || d.nonce !== nonces[i] || d.state !== DeliveryState.INFLIGHT) return;
+      if (d.deadline > ctx.now()) return; // re-armed meanwhile
+      d.deadline = at;
+      ctx.arm(s, f.key, d.nonce, at);
+    });
   }
 
   /** A FIFO delivery's retry interval is over: deliver it again first. Call serialized. */
@@ -143,7 +169,8 @@ export class Revive {
     // hand-out); the reads go on meanwhile.
     const [messages] = await Promise.all([
       Promise.all(rest.map((f) => readDelivered(ctx.store, s, f.delivery))),
-      ctx.journal.whenDurable(),
+      // A journal that cannot write (full disk, read-only) fails the settle record below anyway.
+      ctx.journal.whenDurable().catch(() => {}),
     ]);
     const retries = [];
     const dead: { m: StoredMessage; delivery: Delivery }[] = [];

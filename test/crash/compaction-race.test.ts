@@ -10,8 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Broker, storeOf } from '../../src/broker/broker.js';
-import { parseFilter } from '../../src/broker/filter.js';
 import { ManualClock } from '../../src/common/clock.js';
+import { drainGroup } from './drain-group.js';
 import { spawnTs, tempDir, waitClosed } from '../helpers.js';
 import { RACE, RACE_STEPS, type RaceStep } from './compaction-race-steps.js';
 
@@ -27,35 +27,14 @@ async function bodies(broker: Broker, topic: string, queues: number): Promise<st
 }
 
 /** Receive and ack everything the race group can get, moving the clock a minute on whenever nothing is due. */
-async function drain(broker: Broker, clock: ManualClock): Promise<string[]> {
-  const got: string[] = [];
-  for (let empty = 0; empty < 3;) {
-    await new Promise((r) => setImmediate(r));
-    await broker.consume.drain();
-    const ds = await broker.consume.receive({
-      group: RACE.group,
-      topic: RACE.topic,
-      filter: parseFilter('TAG', '*'),
-      batchSize: 32,
-      invisibleMs: 3600_000,
-      autoRenew: false,
-      clientId: 'verifier',
-      pollMs: 0,
-    });
-    if (ds.length === 0) {
-      empty++;
-      clock.advance(60_000);
-      continue;
-    }
-    empty = 0;
-    for (const d of ds) got.push(d.message.body.toString());
-    await broker.consume.ackMany(
-      RACE.group,
-      RACE.topic,
-      ds.map((d) => d.receiptHandle),
-    );
-  }
-  return got;
+function drain(broker: Broker, clock: ManualClock): Promise<string[]> {
+  return drainGroup(broker, RACE.group, RACE.topic, {
+    clock,
+    beforeReceive: async () => {
+      await new Promise((r) => setImmediate(r));
+      await broker.consume.drain();
+    },
+  });
 }
 
 async function check(step: RaceStep, details: string, dataDir: string): Promise<void> {

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Broker, storeOf } from '../../src/broker/broker.js';
 import { parseFilter } from '../../src/broker/filter.js';
 import { ManualClock } from '../../src/common/clock.js';
+import { drainGroup } from './drain-group.js';
 import { spawnTs, tempDir, waitClosed } from '../helpers.js';
 import { FAILURE_GROUP, FAILURE_TOPIC, SCENARIOS, scenarioConfig } from './failure-scenarios.js';
 
@@ -22,35 +23,8 @@ async function settle(broker: Broker): Promise<void> {
   await broker.consume.drain();
 }
 
-/** Receive and ack everything the group can get, moving the clock a minute on whenever nothing is due. */
-async function drainGroup(broker: Broker, clock: ManualClock): Promise<string[]> {
-  const bodies: string[] = [];
-  for (let empty = 0; empty < 3;) {
-    await settle(broker);
-    const got = await broker.consume.receive({
-      group: FAILURE_GROUP,
-      topic: FAILURE_TOPIC,
-      filter: parseFilter('TAG', '*'),
-      batchSize: 32,
-      invisibleMs: 3600_000,
-      autoRenew: false,
-      clientId: 'verifier',
-      pollMs: 0,
-    });
-    if (got.length === 0) {
-      empty++;
-      clock.advance(60_000);
-      continue;
-    }
-    empty = 0;
-    for (const d of got) bodies.push(d.message.body.toString());
-    await broker.consume.ackMany(
-      FAILURE_GROUP,
-      FAILURE_TOPIC,
-      got.map((d) => d.receiptHandle),
-    );
-  }
-  return bodies;
+function drainFailureGroup(broker: Broker, clock: ManualClock): Promise<string[]> {
+  return drainGroup(broker, FAILURE_GROUP, FAILURE_TOPIC, { clock, beforeReceive: () => settle(broker) });
 }
 
 async function countStored(broker: Broker, topic: string, queues: number): Promise<number> {
@@ -77,7 +51,7 @@ for (const scenario of SCENARIOS) {
       const clock = new ManualClock(Date.now() + 2 * 86400_000);
       const broker = await Broker.open({ dataDir: dir.path, consume: { minInvisibleMs: 0 } }, { clock });
       try {
-        const bodies = await drainGroup(broker, clock);
+        const bodies = await drainFailureGroup(broker, clock);
         const body = `body of ${scenario}`;
         const dlq = await countStored(broker, `%DLQ%${FAILURE_GROUP}`, 1);
         const retries = await countStored(broker, `%RETRY%${FAILURE_GROUP}+${FAILURE_TOPIC}`, 33);
@@ -94,7 +68,7 @@ for (const scenario of SCENARIOS) {
         await broker.close();
         const again = await Broker.open({ dataDir: dir.path, consume: { minInvisibleMs: 0 } }, { clock });
         try {
-          assert.deepEqual(await drainGroup(again, clock), []);
+          assert.deepEqual(await drainFailureGroup(again, clock), []);
           assert.equal(await countStored(again, `%DLQ%${FAILURE_GROUP}`, 1), dlq);
         } finally {
           await again.close();
@@ -154,7 +128,7 @@ test('a message handed out again after an offset reset is not taken for its earl
     clock.advance(1000); // its invisible time is over when the broker starts again
     broker = await Broker.open(config, { clock });
     assert.deepEqual(
-      await drainGroup(broker, clock),
+      await drainFailureGroup(broker, clock),
       ['m'],
       'the second hand-out failed on its own and is delivered again',
     );

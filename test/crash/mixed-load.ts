@@ -31,7 +31,7 @@ import { Broker } from '../../src/broker/broker.js';
 import { storeOf } from '../../src/internal.js';
 import type { ConfigInput } from '../../src/common/config.js';
 import { ManualClock } from '../../src/common/clock.js';
-import { parseFilter } from '../../src/broker/filter.js';
+import { drainGroup } from './drain-group.js';
 import { fromMillis } from '../../src/protocol/codec.js';
 import { RawClient } from '../integration/raw-client.js';
 import { bodyFor, sleep, waitExit } from '../helpers.js';
@@ -437,36 +437,13 @@ export async function runLoad(
  * Receive everything deliverable from the group, acking it; returns the origins delivered. With a
  * clock to move, time moves on a minute whenever nothing is ready (retries become due).
  */
-async function drain(broker: Broker, clock?: ManualClock): Promise<string[]> {
-  const out: string[] = [];
-  const filter = parseFilter('TAG', '*');
-  let empty = 0;
-  while (empty < 3) {
-    const got = await broker.consume.receive({
-      group: GROUP,
-      topic: TOPIC,
-      filter,
-      batchSize: 32,
-      invisibleMs: 3600_000,
-      autoRenew: false,
-      clientId: 'verifier',
-      pollMs: 0,
-    });
-    if (got.length === 0) {
-      empty++;
-      await sleep(50); // expiries found at start are turned into retries in the background
-      clock?.advance(60_000);
-      continue;
-    }
-    empty = 0;
-    for (const d of got) out.push(originOf(d.message.body));
-    await broker.consume.ackMany(
-      GROUP,
-      TOPIC,
-      got.map((d) => d.receiptHandle),
-    );
-  }
-  return out;
+function drain(broker: Broker, clock?: ManualClock): Promise<string[]> {
+  return drainGroup(broker, GROUP, TOPIC, {
+    clock,
+    // Expiries found at start are turned into retries in the background.
+    onEmpty: () => sleep(50),
+    pick: (m) => originOf(m.body),
+  });
 }
 
 async function readAll(broker: Broker, topic: string, queues: number): Promise<Map<string, number>> {

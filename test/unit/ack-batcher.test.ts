@@ -19,7 +19,10 @@ function setup() {
       sent.push({
         entries,
         answer: () =>
-          resolve({ status: { code: 20000 }, entries: entries.map(() => ({ status: { code: 20000 } })) }),
+          resolve({
+            status: { code: 20000, message: 'OK' },
+            entries: entries.map(() => ({ status: { code: 20000, message: 'OK' } })),
+          }),
       });
     });
   });

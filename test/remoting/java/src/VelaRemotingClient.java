@@ -43,6 +43,8 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *   transaction NS TOPIC GROUP           TransactionMQProducer: commit, rollback, unknown → checker
  *   send NS TOPIC N [TAG]                N sync sends (for cross-protocol tests)
  *   consume NS TOPIC GROUP N             a push consumer printing N messages (cross-protocol)
+ *   compressed NS TOPIC GROUP TYPE       a producer compressing with TYPE (ZLIB | LZ4 | ZSTD): two
+ *                                        large bodies and a small one, then a push consumer
  *   bench NS TOPIC GROUP N SIZE THREADS  throughput: N sync sends of SIZE bytes from THREADS threads,
  *                                        then a push consumer receiving them (bench/remoting-bench.ts)
  */
@@ -61,6 +63,7 @@ public class VelaRemotingClient {
                 case "transaction": transaction(args[2], args[3]); break;
                 case "send": send(args[2], Integer.parseInt(args[3]), args.length > 4 ? args[4] : "TagA"); break;
                 case "consume": consume(args[2], args[3], Integer.parseInt(args[4])); break;
+                case "compressed": compressed(args[2], args[3], args[4]); break;
                 case "bench": bench(args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6])); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);
             }
@@ -112,6 +115,7 @@ public class VelaRemotingClient {
         out("received", "who", who, "msgId", m.getMsgId(), "offsetMsgId", m instanceof MessageClientExt ? ((MessageClientExt) m).getOffsetMsgId() : null, "topic", m.getTopic(),
             "tags", m.getTags(), "keys", m.getKeys(), "body", new String(m.getBody(), StandardCharsets.UTF_8),
             "queueId", m.getQueueId(), "queueOffset", m.getQueueOffset(), "reconsumeTimes", m.getReconsumeTimes(),
+            "flag", m.getFlag(), "sysFlag", m.getSysFlag(),
             "properties", new TreeMap<>(m.getProperties()), "at", System.currentTimeMillis());
     }
 
@@ -458,6 +462,7 @@ public class VelaRemotingClient {
             for (int i = 0; i < n; i++) {
                 Message m = msg(topic, tag, "x-" + i, "from java " + i);
                 m.putUserProperty("color", "blue");
+                m.setFlag(100 + i);
                 result("sync", p.send(m));
             }
         } finally {
@@ -477,6 +482,30 @@ public class VelaRemotingClient {
         await(latch, "messages");
         commitSync(c);
         c.shutdown();
+    }
+
+    static void compressed(String topic, String group, String type) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer("PG_" + System.nanoTime());
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("p" + System.nanoTime());
+        p.setSendMsgTimeout(10_000);
+        p.setMqClientApiTimeout(10_000);
+        p.setCompressType(org.apache.rocketmq.common.compression.CompressionType.valueOf(type));
+        p.setCompressMsgBodyOverHowmuch(1024);
+        p.start();
+        try {
+            for (int i = 0; i < 3; i++) {
+                StringBuilder body = new StringBuilder();
+                int lines = i == 2 ? 1 : 2000;
+                for (int l = 0; l < lines; l++) body.append(type).append(" body ").append(i).append(" line ").append(l).append('\n');
+                Message m = msg(topic, "TagC", "c-" + i, body.toString());
+                m.setFlag(7 + i);
+                result("sync", p.send(m));
+            }
+        } finally {
+            p.shutdown();
+        }
+        consume(topic, group, 3);
     }
 
     /**

@@ -41,6 +41,8 @@ export interface RemotingEndpointOptions {
   maxFrameLength?: number;
   /** @defaultValue 'DefaultCluster' */
   clusterName?: string;
+  /** How long a request the broker forwards to a client waits for its answer. @defaultValue 10000 */
+  callClientTimeoutMs?: number;
 }
 
 /** Requests one connection may have in progress (long polls included); beyond, SYSTEM_BUSY. */
@@ -84,6 +86,8 @@ export class RemotingEndpoint {
       autoCreateTopics: opts.autoCreateTopics,
       notifyConsumerIdsChanged: (group) => e.notifyConsumerIdsChanged(group),
       nextOpaque: () => ++e.opaque,
+      connection: (channel) => e.connections.get(channel),
+      callClientTimeoutMs: opts.callClientTimeoutMs ?? 10_000,
     };
     if (opts.port !== 0 && opts.port >= 2 && opts.vipChannel !== false) {
       const vip = e.newServer();
@@ -169,7 +173,10 @@ export class RemotingEndpoint {
           conn.close();
           return;
         }
-        if (isResponse(cmd)) continue; // answers to our one-way notifications never come; ignore strays
+        if (isResponse(cmd)) {
+          conn.answered(cmd); // the answer to one of the broker's own requests
+          continue;
+        }
         this.dispatch(conn, cmd);
       }
     });

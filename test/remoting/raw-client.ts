@@ -74,6 +74,21 @@ export class RawRemotingClient {
     this.socket.write(encodeFrame(this.command(code, extFields, undefined, ++this.opaque, 0)));
   }
 
+  /** Answer a request the broker sent this client. */
+  respond(opaque: number, code: number, body?: Buffer, remark?: string): void {
+    const cmd: RemotingCommand = {
+      code,
+      language: 'JAVA',
+      version: 475,
+      opaque,
+      flag: Flag.RESPONSE,
+      extFields: {},
+      ...(remark !== undefined ? { remark } : {}),
+      ...(body ? { body } : {}),
+    };
+    this.socket.write(encodeFrame(cmd));
+  }
+
   /** Write raw bytes (malformed frames). */
   writeRaw(b: Buffer): void {
     this.socket.write(b);

@@ -43,6 +43,9 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *   transaction NS TOPIC GROUP           TransactionMQProducer: commit, rollback, unknown → checker
  *   send NS TOPIC N [TAG]                N sync sends (for cross-protocol tests)
  *   consume NS TOPIC GROUP N             a push consumer printing N messages (cross-protocol)
+ *   serve NS TOPIC GROUP                 a push consumer that runs until its stdin closes (for the
+ *                                        admin tools' calls to a consumer); prints "ready" with its
+ *                                        client id, then every message its listener gets
  *   compressed NS TOPIC GROUP TYPE       a producer compressing with TYPE (ZLIB | LZ4 | ZSTD): two
  *                                        large bodies and a small one, then a push consumer
  *   bench NS TOPIC GROUP N SIZE THREADS  throughput: N sync sends of SIZE bytes from THREADS threads,
@@ -64,6 +67,7 @@ public class VelaRemotingClient {
                 case "send": send(args[2], Integer.parseInt(args[3]), args.length > 4 ? args[4] : "TagA"); break;
                 case "consume": consume(args[2], args[3], Integer.parseInt(args[4])); break;
                 case "compressed": compressed(args[2], args[3], args[4]); break;
+                case "serve": serve(args[2], args[3]); break;
                 case "bench": bench(args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6])); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);
             }
@@ -481,6 +485,19 @@ public class VelaRemotingClient {
         c.start();
         await(latch, "messages");
         commitSync(c);
+        c.shutdown();
+    }
+
+    static void serve(String topic, String group) throws Exception {
+        DefaultMQPushConsumer c = pushConsumer(group, "serve" + System.nanoTime());
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) received("listener", m);
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        out("ready", "clientId", c.getDefaultMQPushConsumerImpl().getmQClientFactory().getClientId());
+        while (System.in.read() >= 0) { /* until the test closes stdin */ }
         c.shutdown();
     }
 

@@ -178,7 +178,17 @@ export function runProgram(
 }
 
 /** Run a scenario of the Java program; `home` keeps the client's logs and local offsets out of $HOME. */
-export async function runJava(home: string, args: string[], timeoutMs = 90_000): Promise<ProgramEvent[]> {
+export function runJava(home: string, args: string[], timeoutMs = 90_000): Promise<ProgramEvent[]> {
+  return runJavaMain(home, 'VelaRemotingClient', args, timeoutMs);
+}
+
+/** Run another main class of the Java programs (e.g. VelaDashboardCalls). */
+export async function runJavaMain(
+  home: string,
+  mainClass: string,
+  args: string[],
+  timeoutMs = 90_000,
+): Promise<ProgramEvent[]> {
   const cp = await javaClasspath();
   return runProgram(
     'java',
@@ -190,7 +200,7 @@ export async function runJava(home: string, args: string[], timeoutMs = 90_000):
       '-Drocketmq.client.logLevel=WARN',
       '-cp',
       cp,
-      'VelaRemotingClient',
+      mainClass,
       ...args,
     ],
     { timeoutMs },

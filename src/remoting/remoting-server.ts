@@ -25,6 +25,7 @@ import {
 import { Header } from './header.js';
 import { parseHostAddress } from './message-codec.js';
 import { failureOf } from './status.js';
+import { checkAccess, isAclFailure } from './acl.js';
 import { processors } from './processors/index.js';
 import { isLongPolling, RemotingRpcStats } from './rpc-stats.js';
 
@@ -105,9 +106,6 @@ export class RemotingEndpoint {
     const notify = (group: string) => e.notifyConsumerIdsChanged(group);
     e.unsubscribe = broker.consumers.onChange(notify);
     opts.logger.info({ address: e.info.address, ports: e.ports }, 'Remoting endpoint listening');
-    if (broker.acl.enabled) {
-      opts.logger.warn('access control is on: the Remoting endpoint refuses every request (NO_PERMISSION)');
-    }
     return e;
   }
 
@@ -200,15 +198,16 @@ export class RemotingEndpoint {
       return;
     }
     if (this.broker.acl.enabled) {
-      // Fail closed: this endpoint does not verify Remoting signatures (AccessKey/Signature fields).
-      if (!isOneway(cmd)) {
-        this.respond(conn, cmd, {
-          code: ResponseCode.NO_PERMISSION,
-          remark:
-            'access control is on and the Remoting endpoint does not check credentials: use the gRPC port (docs/security.md)',
-        });
+      try {
+        checkAccess(this.broker, cmd, conn.remoteAddress);
+      } catch (err) {
+        const f = failureOf(err, this.opts.logger, requestCodeName(cmd.code));
+        const code = isAclFailure(err) ? ResponseCode.NO_PERMISSION : f.code;
+        this.rpcStats.observe(cmd.code, code, false, 0);
+        if (!isOneway(cmd)) this.respond(conn, cmd, { code, remark: f.remark });
+        else this.opts.logger.debug({ code: cmd.code, remark: f.remark }, 'one-way Remoting request refused');
+        return;
       }
-      return;
     }
     if (conn.inflight >= MAX_INFLIGHT_PER_CONNECTION) {
       if (!isOneway(cmd)) {

@@ -46,6 +46,9 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *   serve NS TOPIC GROUP                 a push consumer that runs until its stdin closes (for the
  *                                        admin tools' calls to a consumer); prints "ready" with its
  *                                        client id, then every message its listener gets
+ *   acl-send NS TOPIC N AK SK            N sync sends signed with AclClientRPCHook(AK, SK); a refused
+ *                                        send prints "refused" with the error and stops
+ *   acl-consume NS TOPIC GROUP N AK SK   a push consumer signed with AclClientRPCHook(AK, SK)
  *   compressed NS TOPIC GROUP TYPE       a producer compressing with TYPE (ZLIB | LZ4 | ZSTD): two
  *                                        large bodies and a small one, then a push consumer
  *   bench NS TOPIC GROUP N SIZE THREADS  throughput: N sync sends of SIZE bytes from THREADS threads,
@@ -68,6 +71,8 @@ public class VelaRemotingClient {
                 case "consume": consume(args[2], args[3], Integer.parseInt(args[4])); break;
                 case "compressed": compressed(args[2], args[3], args[4]); break;
                 case "serve": serve(args[2], args[3]); break;
+                case "acl-send": aclSend(args[2], Integer.parseInt(args[3]), args[4], args[5]); break;
+                case "acl-consume": aclConsume(args[2], args[3], Integer.parseInt(args[4]), args[5], args[6]); break;
                 case "bench": bench(args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6])); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);
             }
@@ -480,6 +485,54 @@ public class VelaRemotingClient {
         c.subscribe(topic, "*");
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             for (MessageExt m : msgs) { received("cross", m); latch.countDown(); }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        await(latch, "messages");
+        commitSync(c);
+        c.shutdown();
+    }
+
+    static org.apache.rocketmq.remoting.RPCHook aclHook(String ak, String sk) {
+        return new org.apache.rocketmq.acl.common.AclClientRPCHook(new org.apache.rocketmq.acl.common.SessionCredentials(ak, sk));
+    }
+
+    static void aclSend(String topic, int n, String ak, String sk) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer("PG_acl_" + System.nanoTime(), aclHook(ak, sk));
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("p" + System.nanoTime());
+        p.setSendMsgTimeout(10_000);
+        p.setMqClientApiTimeout(10_000);
+        p.setRetryTimesWhenSendFailed(0);
+        p.start();
+        try {
+            for (int i = 0; i < n; i++) {
+                try {
+                    result("sync", p.send(msg(topic, "TagA", "acl-" + i, "signed " + i)));
+                } catch (Exception e) {
+                    Throwable root = e;
+                    StringBuilder why = new StringBuilder();
+                    for (; root != null; root = root.getCause()) why.append(root).append(" | ");
+                    out("refused", "error", why.toString());
+                    return;
+                }
+            }
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static void aclConsume(String topic, String group, int n, String ak, String sk) throws Exception {
+        CountDownLatch latch = new CountDownLatch(n);
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group, aclHook(ak, sk),
+            new org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely());
+        c.setNamesrvAddr(ns);
+        c.setInstanceName("acl" + System.nanoTime());
+        c.setMqClientApiTimeout(10_000);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) { received("acl", m); latch.countDown(); }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         c.start();

@@ -26,6 +26,7 @@ import { Header } from './header.js';
 import { parseHostAddress } from './message-codec.js';
 import { failureOf } from './status.js';
 import { checkAccess, isAclFailure } from './acl.js';
+import { applyClientQuirks } from './client-quirks.js';
 import { processors } from './processors/index.js';
 import { isLongPolling, RemotingRpcStats } from './rpc-stats.js';
 
@@ -175,6 +176,7 @@ export class RemotingEndpoint {
           conn.answered(cmd); // the answer to one of the broker's own requests
           continue;
         }
+        applyClientQuirks(cmd);
         this.dispatch(conn, cmd);
       }
     });

@@ -17,6 +17,8 @@ export class RawRemotingClient {
   private opaque = 0;
   private readonly pending = new Map<number, (c: RemotingCommand) => void>();
   readonly pushed: RemotingCommand[] = [];
+  /** Every response that arrived, by opaque. */
+  readonly answers = new Map<number, RemotingCommand>();
   readonly closed: Promise<void>;
 
   private constructor(private readonly socket: Socket) {
@@ -25,6 +27,7 @@ export class RawRemotingClient {
       for (const f of decoder.push(chunk)) {
         const c = decodeFrame(f);
         if (isResponse(c)) {
+          this.answers.set(c.opaque, c);
           this.pending.get(c.opaque)?.(c);
           this.pending.delete(c.opaque);
         } else this.pushed.push(c);

@@ -8,8 +8,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { AccessControl } from '../broker/auth/access-control.js';
 
-/** The header the admin API reads the signature from. */
-export const ADMIN_AUTHORIZATION_HEADER = 'x-vela-authorization';
+import { ADMIN_AUTHORIZATION_HEADER, DATE_TIME_HEADER } from '../common/signature-format.js';
+
+export { ADMIN_AUTHORIZATION_HEADER };
 
 const header = (req: FastifyRequest, name: string): string => {
   const v = req.headers[name];
@@ -23,7 +24,7 @@ export function aclAuthHook(acl: AccessControl) {
     const path = req.url.split('?')[0]!;
     if (!path.startsWith('/api/') && path !== '/api') return;
     const principal = acl.authenticate(
-      { authorization: header(req, ADMIN_AUTHORIZATION_HEADER), dateTime: header(req, 'x-mq-date-time') },
+      { authorization: header(req, ADMIN_AUTHORIZATION_HEADER), dateTime: header(req, DATE_TIME_HEADER) },
       { skewMs: acl.settings.clock.skewMs, timeZoneOffsets: false },
     );
     acl.requireSuper(principal);

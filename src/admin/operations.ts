@@ -3,76 +3,15 @@
  * Plain data in, plain data out.
  */
 import type { Broker } from '../broker/broker.js';
-import { formatRetryPolicy, parseRetryPolicy } from '../broker/retry-policy.js';
-import type { GroupConfig, TopicConfig } from '../broker/metadata.js';
-import { VelaError } from '../common/errors.js';
-import type { BrokerMessage } from '../broker/message.js';
-import { messageTypeOf } from '../broker/produce.js';
-import { groupConsumerKinds } from '../broker/group-kinds.js';
-import { consumedTopics, dlqSize, topicLag } from '../broker/lag.js';
-import { isSystemTopic } from '../broker/names.js';
-import { VELA_VERSION } from '../common/version.js';
 import type { AccessControl } from '../broker/auth/access-control.js';
+import { groupConsumerKinds } from '../broker/group-kinds.js';
+import { parseRetryPolicy } from '../broker/retry-policy.js';
+import { VelaError } from '../common/errors.js';
 import { AclOperations } from './acl-operations.js';
+import { groupDetail, groupStats, messageDeliveries, overview, topicStats } from './console-views.js';
+import { groupView, messageView, topicView, type GroupView, type TopicView } from './views.js';
 
-export interface TopicView {
-  topic: string;
-  readQueueNums: number;
-  writeQueueNums: number;
-  perm: number;
-  messageType: string;
-  attributes: Record<string, string>;
-}
-
-export interface GroupView {
-  group: string;
-  retryMaxTimes: number;
-  consumeMessageOrderly: boolean;
-  consumeBroadcastEnable: boolean;
-  consumeEnable: boolean;
-  groupRetryPolicy: Record<string, unknown>;
-  fifoRetryIntervalMs: number;
-}
-
-const topicView = (t: TopicConfig): TopicView => ({
-  topic: t.name,
-  readQueueNums: t.readQueueNums,
-  writeQueueNums: t.writeQueueNums,
-  perm: t.perm,
-  messageType: t.messageType,
-  attributes: { ...t.attributes, 'message.type': t.messageType },
-});
-
-const groupView = (g: GroupConfig): GroupView => ({
-  group: g.name,
-  retryMaxTimes: g.retryMaxTimes,
-  consumeMessageOrderly: g.consumeMessageOrderly,
-  consumeBroadcastEnable: g.consumeBroadcastEnable,
-  consumeEnable: g.consumeEnable,
-  groupRetryPolicy: formatRetryPolicy(g.retryPolicy),
-  fifoRetryIntervalMs: g.fifoRetryIntervalMs,
-});
-
-function messageView(m: BrokerMessage) {
-  return {
-    messageId: m.messageId,
-    topic: m.topic,
-    queueId: m.queueId,
-    queueOffset: m.queueOffset,
-    tag: m.tag,
-    keys: m.keys,
-    messageGroup: m.messageGroup,
-    messageType: messageTypeOf(m.sysFlag),
-    properties: m.properties,
-    bornTimestamp: m.bornTimestamp,
-    bornHost: m.bornHost,
-    storeTimestamp: m.storeTimestamp,
-    reconsumeTimes: m.reconsumeTimes,
-    bodySize: m.body.length,
-    body: m.body.toString('base64'),
-    logPosition: m.logPosition,
-  };
-}
+export type { GroupView, TopicView };
 
 export interface UpdateTopicInput {
   topic: string;
@@ -336,121 +275,24 @@ export class AdminOperations {
 
   // --- the console ------------------------------------------------------------------------------
 
-  /**
-   * The broker at a glance: identity, uptime, totals since start (the console derives rates from
-   * successive readings), storage and retention, flow control.
-   */
-  async overview() {
-    const b = this.broker;
-    const s = b.storageStats();
-    const oldest = await b.oldestStoreTimestamp();
-    const now = b.clock.now();
-    return {
-      brokerName: b.brokerName,
-      clusterName: b.config.clusterName,
-      version: VELA_VERSION,
-      startedAt: b.stats.startedAt,
-      uptimeMs: Math.max(0, now - b.stats.startedAt),
-      now,
-      topics: b.topics.list().filter((t) => !isSystemTopic(t.name)).length,
-      groups: b.groups.list().length,
-      clients: b.sessions.list().length,
-      totals: { ...b.stats.totals },
-      storage: {
-        logBytes: Math.max(0, s.logEnd - s.logStart),
-        segments: s.segments,
-        queues: s.queues,
-        diskUsedRatio: s.diskUsedRatio,
-        oldestStoreTimestamp: oldest,
-        retentionMs: b.config.store.retentionMs,
-        diskCleanupRatio: b.config.store.diskCleanupRatio,
-        diskRefuseRatio: b.config.store.diskRefuseRatio,
-        flush: b.config.flush,
-      },
-      flowControl: {
-        refusingWrites: s.refusingWrites,
-        maxReadyBacklog: b.config.flowControl.maxReadyBacklog,
-        refusingTopics: b.flow.refusing(),
-      },
-      deliveryHistory: { messages: b.deliveries.size, capacity: b.deliveries.capacity },
-    };
+  /** The broker at a glance (console-views.ts). */
+  overview() {
+    return overview(this.broker);
   }
 
-  /** Topics with their queues' offsets: messages stored (max − min) and the newest store time. */
+  /** Topics with their queues' offsets (console-views.ts). */
   topicStats() {
-    return this.broker.topics
-      .list()
-      .filter((t) => !isSystemTopic(t.name))
-      .map((t) => {
-        let minOffset = 0;
-        let maxOffset = 0;
-        let messages = 0;
-        let lastStoreTimestamp = 0;
-        for (let q = 0; q < Math.max(t.readQueueNums, t.writeQueueNums); q++) {
-          const qs = this.broker.queueState(t.name, q);
-          minOffset += qs.minOffset;
-          maxOffset += qs.maxOffset;
-          messages += qs.maxOffset - qs.minOffset;
-          lastStoreTimestamp = Math.max(lastStoreTimestamp, qs.lastStoreTimestamp);
-        }
-        return { ...topicView(t), minOffset, maxOffset, messages, lastStoreTimestamp };
-      });
+    return topicStats(this.broker);
   }
 
-  /** Groups with their totals: lag, in flight, waiting retry, DLQ size, connected clients. */
-  async groupStats() {
-    const out = [];
-    for (const g of this.broker.groups.list()) {
-      let lag = 0;
-      let inflight = 0;
-      let waitingRetry = 0;
-      let lagLatencyMs = 0;
-      const kinds = new Set<string>();
-      for (const { topic, kind } of consumedTopics(this.broker, g.name)) {
-        const l = await topicLag(this.broker, g.name, topic);
-        kinds.add(kind);
-        for (const q of l.queues) {
-          lag += q.lag;
-          inflight += q.inflight;
-          waitingRetry += q.waitingRetry;
-          lagLatencyMs = Math.max(lagLatencyMs, q.lagLatencyMs);
-        }
-        waitingRetry += l.retry.backlog;
-        inflight += l.retry.inflight;
-      }
-      out.push({
-        ...groupView(g),
-        kinds: [...kinds].sort(),
-        lag,
-        lagLatencyMs,
-        inflight,
-        waitingRetry,
-        dlqSize: dlqSize(this.broker, g.name),
-        clients: this.broker.sessions.list({ group: g.name }).length,
-      });
-    }
-    return out;
+  /** Groups with their totals (console-views.ts). */
+  groupStats() {
+    return groupStats(this.broker);
   }
 
-  /**
-   * One group in full: its settings, per topic and queue its offsets, ready, in flight, waiting
-   * retry and lag in messages and time (push, simple and pull consumers), its retry topics, its
-   * dead-letter queue and its connected clients.
-   */
+  /** One group in full (console-views.ts). */
   async groupDetail(group: string) {
-    const g = this.broker.groups.require(group);
-    const topics = [];
-    for (const { topic } of consumedTopics(this.broker, group)) {
-      topics.push(await topicLag(this.broker, group, topic));
-    }
-    return {
-      ...groupView(g),
-      topics,
-      dlqSize: dlqSize(this.broker, group),
-      dlqTopic: `%DLQ%${group}`,
-      deadLetteredSinceStart: this.broker.consume.deadLettered.get(group) ?? 0,
-      connections: this.consumerConnection(group),
-    };
+    return { ...(await groupDetail(this.broker, group)), connections: this.consumerConnection(group) };
   }
 
   /** Messages stored in a topic between two times (ms since the epoch), oldest first. */
@@ -461,21 +303,9 @@ export class AdminOperations {
     return (await this.broker.messagesBetween(topic, from, to, limit ?? 32)).map(messageView);
   }
 
-  /** The recent deliveries of a message (by its id or its original id), oldest first. */
+  /** The recent deliveries of a message (console-views.ts). */
   messageDeliveries(messageId: string) {
-    if (!messageId) throw new VelaError('ILLEGAL_MESSAGE_ID', 'a message id is required');
-    return {
-      messageId,
-      remembered: this.broker.deliveries.enabled,
-      deliveries: this.broker.deliveries.of(messageId).map((d) => ({
-        ...d,
-        group: d.group.split('%BROADCAST%')[0]!,
-        committed:
-          d.via === 'PULL'
-            ? (this.broker.offsets.get(d.group, d.topic, d.queueId)?.offset ?? 0) > d.queueOffset
-            : undefined,
-      })),
-    };
+    return messageDeliveries(this.broker, messageId);
   }
 
   brokerInfo() {

@@ -2,6 +2,10 @@
  * The broker: the messaging model over the store. It owns the message store, the state journal and
  * the services built on them (topics, groups, produce, consume, sessions), and knows nothing of gRPC
  * or HTTP: the protocol edge and the admin API call into it.
+ *
+ * Its length is wiring, not behaviour: opening and closing the services in order, and the narrow API
+ * the edges call, each method a line or two into the service (consume/, timer/, transaction/, …) that
+ * does the work.
  */
 import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';

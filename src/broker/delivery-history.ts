@@ -13,38 +13,8 @@
  * the console does. Nothing here is persisted: after a restart the history starts empty.
  */
 
-export type DeliveryOutcome =
-  | 'IN_FLIGHT'
-  | 'ACKED'
-  | 'NACKED'
-  | 'EXPIRED'
-  | 'RELEASED'
-  | 'FORWARDED_TO_DLQ'
-  | 'PULLED'
-  | 'RESENT_FROM_DLQ';
-
-/** What a failed delivery led to. */
-export type DeliveryNext = 'RETRY' | 'FIFO_RETRY' | 'DLQ';
-
-export interface DeliveryRecord {
-  group: string;
-  topic: string;
-  /** The id the client saw (a retry has its own id). */
-  messageId: string;
-  /** 1 for the first delivery. */
-  attempt: number;
-  clientId: string;
-  /** POP: push and simple consumers; PULL: pull consumers; ADMIN: an operator's action. */
-  via: 'POP' | 'PULL' | 'ADMIN';
-  /** Where the delivered copy is stored: the topic's queue or the group's retry topic. */
-  retry: boolean;
-  queueId: number;
-  queueOffset: number;
-  at: number;
-  outcome: DeliveryOutcome;
-  settledAt?: number;
-  next?: DeliveryNext;
-}
+import type { DeliveryNext, DeliveryOutcome, DeliveryRecord } from '../common/admin-api.js';
+export type { DeliveryNext, DeliveryOutcome, DeliveryRecord };
 
 /** Where a delivery is kept by the consumption state (its source, queue and offset). */
 export interface DeliverySlot {

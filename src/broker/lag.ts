@@ -15,36 +15,11 @@
  * - `queueingLatencyMs`: the same for the oldest message not yet handed out.
  * Non-FIFO retries live in the group's retry topic, counted once per topic (`retry`).
  */
+import type { ConsumeKind, QueueLag, TopicLag } from '../common/admin-api.js';
 import type { Broker } from './broker.js';
 import { retryTopicOf, RETRY_QUEUES, dlqTopicOf } from './consume/retry-records.js';
 
-export type ConsumeKind = 'POP' | 'PULL';
-
-export interface QueueLag {
-  queueId: number;
-  minOffset: number;
-  brokerOffset: number;
-  consumerOffset: number;
-  committedOffset: number;
-  ready: number;
-  inflight: number;
-  waitingRetry: number;
-  lag: number;
-  lagLatencyMs: number;
-  queueingLatencyMs: number;
-  lastStoreTimestamp: number;
-  /** When the group last consumed from the queue (pull commits), 0 if unknown. */
-  lastConsumeTimestamp: number;
-}
-
-export interface TopicLag {
-  group: string;
-  topic: string;
-  kind: ConsumeKind;
-  queues: QueueLag[];
-  /** The group's retry topic for this topic (push and simple consumers). */
-  retry: { backlog: number; inflight: number; lagLatencyMs: number };
-}
+export type { ConsumeKind, QueueLag, TopicLag } from '../common/admin-api.js';
 
 /** Every (group, topic) the broker has consumption state for, with its kind. */
 export function consumedTopics(

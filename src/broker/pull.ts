@@ -190,24 +190,17 @@ export class PullService {
         throw err;
       }
       const base = { minOffset: r.minOffset, maxOffset: r.maxOffset };
-      if (r.status === 'OFFSET_TOO_SMALL') {
+      if (r.status === 'OFFSET_TOO_SMALL' || r.status === 'OFFSET_OVERFLOW') {
         wait.cancel();
         return {
           status: 'OFFSET_MOVED',
           messages: [],
           nextOffset: r.nextOffset,
           ...base,
-          reason: `offset ${req.offset} was removed by retention; the queue now starts at ${r.nextOffset}`,
-        };
-      }
-      if (r.status === 'OFFSET_OVERFLOW') {
-        wait.cancel();
-        return {
-          status: 'OFFSET_MOVED',
-          messages: [],
-          nextOffset: r.nextOffset,
-          ...base,
-          reason: `offset ${req.offset} is past the end of the queue (${r.nextOffset})`,
+          reason:
+            r.status === 'OFFSET_TOO_SMALL'
+              ? `offset ${req.offset} was removed by retention; the queue now starts at ${r.nextOffset}`
+              : `offset ${req.offset} is past the end of the queue (${r.nextOffset})`,
         };
       }
       const now = this.clock.now();

@@ -3,14 +3,17 @@
  * CUSTOMIZED walks a table (the last value repeats); EXPONENTIAL grows from `initial` by
  * `multiplier` up to `max`. The JSON shape is mqadmin's `groupRetryPolicy`.
  */
+import type { GroupRetryPolicy } from '../common/admin-api.js';
 import { VelaError } from '../common/errors.js';
 
 const S = 1000;
 const M = 60 * S;
 const H = 60 * M;
 
-/** 10 s, 30 s, 1 m, 2 m … 10 m, 20 m, 30 m, 1 h, 2 h (then 2 h again): design §3. */
-export const DEFAULT_RETRY_TABLE_MS: readonly number[] = Object.freeze([
+/** RocketMQ's `messageDelayLevel`: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h. */
+export const DELAY_LEVELS_MS: readonly number[] = Object.freeze([
+  1 * S,
+  5 * S,
   10 * S,
   30 * S,
   1 * M,
@@ -28,6 +31,13 @@ export const DEFAULT_RETRY_TABLE_MS: readonly number[] = Object.freeze([
   1 * H,
   2 * H,
 ]);
+export const MAX_DELAY_LEVEL = DELAY_LEVELS_MS.length;
+
+/**
+ * 10 s, 30 s, 1 m, 2 m … 10 m, 20 m, 30 m, 1 h, 2 h (then 2 h again): design §3. RocketMQ's retry
+ * table is its delay levels from the third on (retry n waits level 3 + n).
+ */
+export const DEFAULT_RETRY_TABLE_MS: readonly number[] = Object.freeze(DELAY_LEVELS_MS.slice(2));
 
 export type RetryPolicy =
   | { type: 'CUSTOMIZED'; next: number[] }
@@ -90,7 +100,7 @@ export function parseRetryPolicy(json: unknown): RetryPolicy {
 }
 
 /** mqadmin's JSON form of a policy. */
-export function formatRetryPolicy(p: RetryPolicy): Record<string, unknown> {
+export function formatRetryPolicy(p: RetryPolicy): GroupRetryPolicy {
   return p.type === 'CUSTOMIZED'
     ? { type: 'CUSTOMIZED', customizedRetryPolicy: { next: p.next } }
     : {

@@ -20,34 +20,11 @@ import type { Logger } from '../common/logger.js';
 import type { MessageInput, MessageStore, StoredMessage } from '../store/index.js';
 import type { GroupConfig, TopicConfig } from './metadata.js';
 import { DLQ_PREFIX, RETRY_PREFIX, dlqTopicOf } from './names.js';
-import { retryDelayMs } from './retry-policy.js';
+import { DELAY_LEVELS_MS, MAX_DELAY_LEVEL, retryDelayMs } from './retry-policy.js';
 import type { TopicRegistry } from './topic-registry.js';
 import type { TimerService } from './timer/timer-service.js';
 
-const S = 1000;
-const M = 60 * S;
-/** RocketMQ's `messageDelayLevel`: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h. */
-export const DELAY_LEVELS_MS: readonly number[] = Object.freeze([
-  1 * S,
-  5 * S,
-  10 * S,
-  30 * S,
-  1 * M,
-  2 * M,
-  3 * M,
-  4 * M,
-  5 * M,
-  6 * M,
-  7 * M,
-  8 * M,
-  9 * M,
-  10 * M,
-  20 * M,
-  30 * M,
-  60 * M,
-  120 * M,
-]);
-export const MAX_DELAY_LEVEL = DELAY_LEVELS_MS.length;
+export { DELAY_LEVELS_MS, MAX_DELAY_LEVEL };
 
 export const RETRY_TOPIC = 'RETRY_TOPIC';
 export const ORIGIN_MESSAGE_ID = 'ORIGIN_MESSAGE_ID';

@@ -1,4 +1,12 @@
 /** What the SDK's Admin sends and gets back (admin.ts): the admin HTTP API's shapes. */
+import type { GroupRetryPolicy, QueueProgress, StoredMessageInfo } from '../common/admin-api.js';
+export type {
+  ConsumerConnection,
+  GroupInfo,
+  GroupRetryPolicy,
+  StoredMessageInfo,
+  TopicInfo,
+} from '../common/admin-api.js';
 
 export interface AdminCredentials {
   accessKey: string;
@@ -70,20 +78,6 @@ export interface TransactionStatus {
   topics: { topic: string; open: number; oldestAt: number }[];
 }
 
-export interface TopicInfo {
-  topic: string;
-  readQueueNums: number;
-  writeQueueNums: number;
-  perm: number;
-  messageType: string;
-  attributes: Record<string, string>;
-}
-
-/** mqadmin's `groupRetryPolicy`: a customized table or an exponential curve (milliseconds). */
-export type GroupRetryPolicy =
-  | { type: 'CUSTOMIZED'; customizedRetryPolicy: { next: number[] } }
-  | { type: 'EXPONENTIAL'; exponentialRetryPolicy: { initial: number; max: number; multiplier: number } };
-
 export interface GroupInput {
   /** Redeliveries before the dead-letter queue. @defaultValue 16 */
   retryMaxTimes?: number;
@@ -99,16 +93,6 @@ export interface GroupInput {
   consumeEnable?: boolean;
 }
 
-export interface GroupInfo {
-  group: string;
-  retryMaxTimes: number;
-  consumeMessageOrderly: boolean;
-  consumeBroadcastEnable: boolean;
-  consumeEnable: boolean;
-  groupRetryPolicy: GroupRetryPolicy;
-  fifoRetryIntervalMs: number;
-}
-
 export interface QueueStatus {
   brokerName: string;
   queueId: number;
@@ -119,49 +103,9 @@ export interface QueueStatus {
 
 export interface ConsumerProgress {
   group: string;
-  queues: {
-    topic: string;
-    brokerName: string;
-    queueId: number;
-    brokerOffset: number;
-    consumerOffset: number;
-    inflight: number;
-    ready: number;
-    lag: number;
-    lastStoreTimestamp: number;
-  }[];
+  queues: (QueueProgress & { topic: string; brokerName: string })[];
   totalLag: number;
   inflight: number;
-}
-
-export interface ConsumerConnection {
-  clientId: string;
-  clientType: string;
-  remoteAddress: string;
-  language: string;
-  version: string;
-  topics: string[];
-  connectedAt: number;
-  lastSeen: number;
-}
-
-export interface StoredMessageInfo {
-  messageId: string;
-  topic: string;
-  queueId: number;
-  queueOffset: number;
-  tag?: string;
-  keys: string[];
-  messageGroup?: string;
-  messageType: string;
-  properties: Record<string, string>;
-  bornTimestamp: number;
-  bornHost: string;
-  storeTimestamp: number;
-  reconsumeTimes: number;
-  bodySize: number;
-  /** Base64. */
-  body: string;
 }
 
 /** Where `resetOffset` moves a group: to the first message stored at or after a time, or to an offset. */

@@ -4,7 +4,7 @@
  * Failures reject with `VelaClientError` carrying the broker's RocketMQ code (e.g. TOPIC_NOT_FOUND).
  */
 import { Code } from '../common/codes.js';
-import { signRequest } from '../common/signature.js';
+import { adminRequestHeaders } from '../common/signature.js';
 import { VelaClientError, clientError } from './errors.js';
 import { positive } from './options.js';
 import type {
@@ -254,14 +254,7 @@ export class Admin {
   }
 
   private headers(json: boolean): Record<string, string> {
-    const h: Record<string, string> = json ? { 'content-type': 'application/json' } : {};
-    if (this.token) h.authorization = `Bearer ${this.token}`;
-    if (this.credentials) {
-      const signed = signRequest(this.credentials.accessKey, this.credentials.secretKey);
-      h['x-mq-date-time'] = signed.dateTime;
-      h['x-vela-authorization'] = signed.authorization;
-    }
-    return h;
+    return adminRequestHeaders({ json, token: this.token, credentials: this.credentials });
   }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {

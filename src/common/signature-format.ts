@@ -6,6 +6,8 @@
 
 export const SIGNATURE_ALGORITHM = 'MQv2-HMAC-SHA1';
 export const DATE_TIME_HEADER = 'x-mq-date-time';
+/** The header the admin HTTP API reads a signature from (`Authorization` carries the admin token). */
+export const ADMIN_AUTHORIZATION_HEADER = 'x-vela-authorization';
 
 /** `yyyyMMdd'T'HHmmss'Z'` of an instant, in UTC (what the header is meant to carry). */
 export function formatDateTime(ms: number): string {

@@ -11,10 +11,16 @@ import { createHmac } from 'node:crypto';
 export {
   SIGNATURE_ALGORITHM,
   DATE_TIME_HEADER,
+  ADMIN_AUTHORIZATION_HEADER,
   formatDateTime,
   authorizationValue,
 } from './signature-format.js';
-import { authorizationValue, formatDateTime } from './signature-format.js';
+import {
+  ADMIN_AUTHORIZATION_HEADER,
+  authorizationValue,
+  DATE_TIME_HEADER,
+  formatDateTime,
+} from './signature-format.js';
 
 /** HMAC-SHA1 of `content` keyed with the UTF-8 secret, in uppercase hex (as the Java and Node clients send it). */
 export function signContent(secretKey: string, content: string): string {
@@ -29,4 +35,23 @@ export function signRequest(
 ): { dateTime: string; authorization: string } {
   const dateTime = formatDateTime(nowMs);
   return { dateTime, authorization: authorizationValue(accessKey, signContent(secretKey, dateTime)) };
+}
+
+/**
+ * The headers of an admin HTTP API request (`vela admin`, the SDK's Admin): the JSON content type
+ * when there is a body, the admin token as a Bearer header, a super user's signature under ACL.
+ */
+export function adminRequestHeaders(o: {
+  json: boolean;
+  token?: string;
+  credentials?: { accessKey: string; secretKey: string };
+}): Record<string, string> {
+  const h: Record<string, string> = o.json ? { 'content-type': 'application/json' } : {};
+  if (o.token) h.authorization = `Bearer ${o.token}`;
+  if (o.credentials) {
+    const signed = signRequest(o.credentials.accessKey, o.credentials.secretKey);
+    h[DATE_TIME_HEADER] = signed.dateTime;
+    h[ADMIN_AUTHORIZATION_HEADER] = signed.authorization;
+  }
+  return h;
 }

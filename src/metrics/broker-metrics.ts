@@ -7,6 +7,9 @@
  * Nothing is observed on the hot path here: counters and histograms are read from the broker's plain
  * counters (broker/stats.ts), gauges are computed when Prometheus scrapes. Node's process metrics come
  * from one process-wide registry (process-metrics.ts).
+ *
+ * One file on purpose: it is the list of every series the broker exports, kept in one place so it
+ * can be read against RocketMQ's list and docs/metrics.md.
  */
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { Broker } from '../broker/broker.js';

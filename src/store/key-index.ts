@@ -8,7 +8,7 @@
  * Only the not-yet-written tail is held in memory.
  */
 import { join } from 'node:path';
-import { ensureDir, fsyncDir, O, readFully, writeAll, type StoreFs } from './store-fs.js';
+import { ensureDir, fsyncDir, openIndexFile, readFully, writeAll, type StoreFs } from './store-fs.js';
 import { synced } from './io-errors.js';
 
 export const KEY_ENTRY_SIZE = 12;
@@ -302,16 +302,8 @@ export class KeyIndex {
   }
 
   private async fdOf(f: KeyFile): Promise<number> {
-    if (f.fd === null) {
-      // Only a file this process is creating may be created: never resurrect one deleted meanwhile.
-      const fd = await this.fs.open(f.path, f.fresh ? O.O_RDWR | O.O_CREAT : O.O_RDWR);
-      if (f.fresh) {
-        f.fresh = false;
-        this.dirDirty = true;
-      }
-      if (f.fd === null) f.fd = fd;
-      else await this.fs.close(fd);
-    }
-    return f.fd!;
+    return openIndexFile(this.fs, f, () => {
+      this.dirDirty = true;
+    });
   }
 }

@@ -11,6 +11,11 @@
  * encodes the records straight into the log's write buffer and resolves when the log says they are
  * durable under the flush policy. Only then do they become readable and are listeners told, so no
  * consumer ever sees a message the store could still lose.
+ *
+ * Its size is coordination: the log (segment-log.ts), indexes (queue-index.ts, key-index.ts),
+ * checkpoints (checkpoint.ts), recovery (recovery.ts), retention planning (retention.ts) and health
+ * (store-health.ts) are their own modules; what stays here are the steps that must see all of them at
+ * once (an append, a checkpoint's consistent cut, retention applying a plan to every index).
  */
 import { join } from 'node:path';
 import { isVelaError, VelaError } from '../common/errors.js';

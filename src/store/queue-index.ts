@@ -10,13 +10,16 @@
  *
  * Offsets: `minOffset` (first still stored; retention moves it) ≤ `committed` (readable: its record is
  * durable in the log) ≤ `nextOffset` (the next one to assign).
+ *
+ * One file on purpose: the entry layout, the unwritten tail, file rolling, retention's `applyLogStart`
+ * and recovery's truncation all move the three offsets above and must change together.
  */
 import { join } from 'node:path';
 import {
   ensureDir,
   fsyncDir,
   nodeStoreFs,
-  O,
+  openIndexFile,
   readFully,
   removeTree,
   writeAll,
@@ -408,17 +411,9 @@ export class QueueIndex {
   }
 
   private async fdOf(f: IndexFile): Promise<number> {
-    if (f.fd === null) {
-      // Only a file this process is creating may be created: never resurrect one deleted meanwhile.
-      const fd = await this.fs.open(f.path, f.fresh ? O.O_RDWR | O.O_CREAT : O.O_RDWR);
-      if (f.fresh) {
-        f.fresh = false;
-        this.dirDirty = true;
-      }
-      if (f.fd === null) f.fd = fd;
-      else await this.fs.close(fd);
-    }
-    return f.fd!;
+    return openIndexFile(this.fs, f, () => {
+      this.dirDirty = true;
+    });
   }
 
   /** Close a file's descriptor, or, while a call still uses it, have the last one close it. */

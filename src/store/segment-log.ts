@@ -11,29 +11,22 @@
  *   out of space or descriptors rolls the file back to its last durable byte and the log keeps
  *   going; a failed fsync (or any other write error) makes the log read-only until a restart.
  *
- * Recovery (`scan`) walks frames from a position, verifying length and CRC; `truncate` cuts the log at
- * the first bad frame and moves any later segment into `quarantine/` rather than deleting it.
- *
- * Descriptors: the active segment stays open; sealed segments opened for reads are kept in a small
- * cache (`maxOpenSegments`, least recently used closed first) and are never closed under a read.
+ * Recovery (`scan`, segment-scan.ts) walks frames from a position, verifying length and CRC;
+ * `truncate` cuts the log at the first bad frame and moves any later segment into `quarantine/` rather
+ * than deleting it. The files and their descriptors are segment-files.ts's.
  */
 import { join } from 'node:path';
 import type { Logger } from '../common/logger.js';
 import { VelaError } from '../common/errors.js';
-import { checkFrame, FrameCheck, frameLength, frameType, MAX_FRAME_SIZE } from './record-codec.js';
-import {
-  ensureDir,
-  errnoOf,
-  fsyncDir,
-  nodeStoreFs,
-  O,
-  readFully,
-  writeAll,
-  type StoreFs,
-} from './store-fs.js';
+import { MAX_FRAME_SIZE } from './record-codec.js';
+import { ensureDir, errnoOf, fsyncDir, nodeStoreFs, readFully, writeAll, type StoreFs } from './store-fs.js';
+import { isDescriptorError, SegmentFiles, segmentName, type Segment } from './segment-files.js';
+import { copyRange, scanFrames, type ScanResult } from './segment-scan.js';
 import { isTransient, readOnlyError, SyncFailure, synced, transientError } from './io-errors.js';
 
 import type { FlushPolicy } from '../common/config.js';
+
+export { segmentName, type ScanResult };
 
 export interface SegmentLogOptions {
   dir: string;
@@ -57,23 +50,6 @@ export interface SegmentLogOptions {
   onTransient?: (err: Error) => void;
   /** Asked to close idle descriptors elsewhere when an open fails with EMFILE; returns how many it closed. */
   releaseDescriptors?: () => Promise<number>;
-}
-
-interface Segment {
-  base: number;
-  /** Bytes assigned to this segment (durable + pending). */
-  fill: number;
-  /** Bytes known to be in the file. */
-  written: number;
-  fd: number | null;
-  path: string;
-  /** Created by this process and not yet opened: the first open creates the file and fsyncs the directory. */
-  fresh: boolean;
-  /** Reads and writes using the descriptor right now: it is never closed under them. */
-  users: number;
-  /** Deleted by retention: close the descriptor once the last user is done. */
-  retired: boolean;
-  lastUse: number;
 }
 
 interface Slab {
@@ -120,24 +96,11 @@ export interface LogMark {
   fill: number;
 }
 
-export interface ScanResult {
-  /** End of the last valid frame. */
-  validEnd: number;
-  /** Why the scan stopped before the physical end, if it did. */
-  problem?: { position: number; reason: string };
-}
-
-const SEGMENT_NAME = /^(\d{20})\.log$/;
 const SLAB_SIZE = 1 << 20;
 const MAX_FREE_SLABS = 8;
-const SCAN_CHUNK = 8 << 20;
-
-export function segmentName(base: number): string {
-  return `${String(base).padStart(20, '0')}.log`;
-}
-
 export class SegmentLog {
-  private readonly segments: Segment[] = [];
+  private readonly files: SegmentFiles;
+  private readonly segments: Segment[];
   private slab: Slab | null = null;
   private closedSlabs: Slab[] = [];
   private freeSlabs: Buffer[] = [];
@@ -154,27 +117,26 @@ export class SegmentLog {
   private closed = false;
   private syncTimer: NodeJS.Timeout | null = null;
   private syncing: Promise<void> | null = null;
-  private useClock = 0;
   private readonly fs: StoreFs;
-  private readonly maxOpenSegments: number;
 
   private constructor(private readonly opts: SegmentLogOptions) {
     this.fs = opts.fs ?? nodeStoreFs;
-    this.maxOpenSegments = opts.maxOpenSegments ?? 32;
+    this.files = new SegmentFiles({
+      dir: opts.dir,
+      fs: this.fs,
+      flush: opts.flush,
+      maxOpen: opts.maxOpenSegments ?? 32,
+      syncedEnd: () => this.syncedPos,
+      releaseElsewhere: opts.releaseDescriptors,
+    });
+    this.segments = this.files.list;
   }
 
   /** Open (creating if needed) the log in `opts.dir`. Call `scan` + `truncate` before appending after a crash. */
   static async open(opts: SegmentLogOptions): Promise<SegmentLog> {
     const log = new SegmentLog(opts);
-    const sfs = log.fs;
-    await ensureDir(sfs, opts.dir);
-    const names = (await sfs.readdir(opts.dir)).filter((n) => SEGMENT_NAME.test(n)).sort();
-    for (const name of names) {
-      const path = join(opts.dir, name);
-      const size = (await sfs.stat(path)).size;
-      const base = Number(SEGMENT_NAME.exec(name)![1]);
-      log.segments.push(log.segment(base, path, size, false));
-    }
+    await ensureDir(log.fs, opts.dir);
+    await log.files.load();
     const last = log.segments.at(-1);
     const end = last ? last.base + last.written : 0;
     log.writePos = log.durablePos = log.syncedPos = end;
@@ -208,7 +170,7 @@ export class SegmentLog {
   }
   /** Open descriptors (the active segment and cached sealed ones). */
   get openDescriptors(): number {
-    return this.segments.filter((s) => s.fd !== null).length;
+    return this.files.openDescriptors;
   }
 
   /** Segments as [base, end) ranges, oldest first. */
@@ -312,7 +274,7 @@ export class SegmentLog {
     this.syncing = (async () => {
       for (const seg of [...this.segments]) {
         if (seg.base + seg.written > this.syncedPos && seg.fd !== null)
-          await this.use(seg, (fd) => synced(this.fs.fdatasync(fd)));
+          await this.files.use(seg, (fd) => synced(this.fs.fdatasync(fd)));
       }
       this.syncedPos = Math.max(this.syncedPos, target);
     })();
@@ -334,11 +296,13 @@ export class SegmentLog {
     let got = 0;
     while (position + got < end) {
       const at = position + got;
-      const seg = this.segmentAt(at);
+      const seg = this.files.at(at);
       if (!seg) throw new VelaError('STORE_BAD_ARGUMENT', `position ${at} is not stored`);
       const want = Math.min(end - at, seg.base + seg.written - at);
       if (want <= 0) break;
-      const n = await this.use(seg, (fd) => readFully(this.fs, fd, buf.subarray(got), want, at - seg.base));
+      const n = await this.files.use(seg, (fd) =>
+        readFully(this.fs, fd, buf.subarray(got), want, at - seg.base),
+      );
       got += n;
       if (n < want) break;
     }
@@ -353,54 +317,7 @@ export class SegmentLog {
     from: number,
     onFrame: (buf: Buffer, off: number, position: number, type: number) => void,
   ): Promise<ScanResult> {
-    let position = Math.max(from, this.startPosition);
-    let idx = this.segments.findIndex((s) => position < s.base + s.written);
-    if (idx < 0) return { validEnd: Math.max(position, this.writePos) };
-    for (; idx < this.segments.length; idx++) {
-      const seg = this.segments[idx]!;
-      if (position < seg.base) {
-        return {
-          validEnd: position,
-          problem: { position, reason: `gap before segment ${segmentName(seg.base)}` },
-        };
-      }
-      const result = await this.use(seg, async (fd) => {
-        const segEnd = seg.base + seg.written;
-        let buf = Buffer.allocUnsafe(Math.min(SCAN_CHUNK, Math.max(1, segEnd - position)));
-        while (position < segEnd) {
-          const want = Math.min(buf.length, segEnd - position);
-          const n = await readFully(this.fs, fd, buf, want, position - seg.base);
-          let off = 0;
-          while (off < n) {
-            const check = checkFrame(buf, off, n);
-            if (check === FrameCheck.OK) {
-              onFrame(buf, off, position + off, frameType(buf, off));
-              off += frameLength(buf, off);
-              continue;
-            }
-            if (check === FrameCheck.INCOMPLETE) {
-              const len = n - off >= 4 ? frameLength(buf, off) : 0;
-              if (position + off + Math.max(len, 9) > segEnd || n < want) {
-                return {
-                  validEnd: position + off,
-                  problem: { position: position + off, reason: 'torn record' },
-                };
-              }
-              if (off === 0) buf = Buffer.allocUnsafe(Math.max(len, buf.length)); // a frame bigger than the chunk
-              break;
-            }
-            return {
-              validEnd: position + off,
-              problem: { position: position + off, reason: 'checksum mismatch' },
-            };
-          }
-          position += off;
-        }
-        return null;
-      });
-      if (result) return result;
-    }
-    return { validEnd: position };
+    return scanFrames(this.files, this.fs, from, this.writePos, onFrame);
   }
 
   /**
@@ -420,7 +337,7 @@ export class SegmentLog {
     const qdir = join(this.opts.dir, 'quarantine');
     while (this.segments.length > 0 && this.segments.at(-1)!.base >= position) {
       const seg = this.segments.pop()!;
-      await this.closeSegment(seg);
+      await this.files.close(seg);
       if (seg.written === 0) {
         await sfs.unlink(seg.path).catch(() => {});
         continue;
@@ -437,11 +354,11 @@ export class SegmentLog {
       if (preserveTail) {
         await ensureDir(sfs, qdir);
         const name = `${segmentName(seg.base)}.tail-at-${keep}.${stamp}`;
-        await this.use(seg, (fd) => copyRange(sfs, fd, keep, seg.written - keep, join(qdir, name)));
+        await this.files.use(seg, (fd) => copyRange(sfs, fd, keep, seg.written - keep, join(qdir, name)));
         quarantined.push(name);
       }
       truncatedBytes += seg.written - keep;
-      await this.use(seg, async (fd) => {
+      await this.files.use(seg, async (fd) => {
         await sfs.ftruncate(fd, keep);
         await sfs.fdatasync(fd);
       });
@@ -463,7 +380,7 @@ export class SegmentLog {
       this.segments.shift();
       // Reads under way keep their descriptor: it is closed when the last of them is done.
       seg.retired = true;
-      if (seg.users === 0) await this.closeSegment(seg);
+      if (seg.users === 0) await this.files.close(seg);
       await this.fs.unlink(seg.path);
       removed.push({ base: seg.base, end: seg.base + seg.fill });
     }
@@ -487,15 +404,8 @@ export class SegmentLog {
   }
 
   /** Close descriptors of sealed segments no read is using (relief when the process runs out of them). */
-  async releaseIdleDescriptors(): Promise<number> {
-    let closed = 0;
-    const active = this.segments.at(-1);
-    for (const seg of this.segments) {
-      if (seg === active || seg.fd === null || seg.users > 0 || !this.evictable(seg)) continue;
-      await this.closeSegment(seg);
-      closed++;
-    }
-    return closed;
+  releaseIdleDescriptors(): Promise<number> {
+    return this.files.releaseIdle();
   }
 
   /** Flush and fsync everything, then close all files. Idempotent. */
@@ -506,35 +416,14 @@ export class SegmentLog {
       if (!this.fatal && !this.transient) await this.sync();
     } finally {
       this.closed = true;
-      for (const seg of this.segments) await this.closeSegment(seg).catch(() => {});
+      await this.files.closeAll();
     }
   }
 
   // ------------------------------------------------------------------------------------------------
 
-  private segment(base: number, path: string, size: number, fresh: boolean): Segment {
-    return { base, fill: size, written: size, fd: null, path, fresh, users: 0, retired: false, lastUse: 0 };
-  }
-
-  private segmentAt(position: number): Segment | undefined {
-    const segs = this.segments;
-    let lo = 0;
-    let hi = segs.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const s = segs[mid]!;
-      if (position < s.base) hi = mid - 1;
-      else if (position >= s.base + s.fill) lo = mid + 1;
-      else return s;
-    }
-    return undefined;
-  }
-
   private newSegment(): Segment {
-    const base = this.writePos;
-    const seg = this.segment(base, join(this.opts.dir, segmentName(base)), 0, true);
-    this.segments.push(seg);
-    return seg;
+    return this.files.create(this.writePos);
   }
 
   private newSlab(segment: Segment, minSize: number): Slab {
@@ -544,82 +433,6 @@ export class SegmentLog {
       size === SLAB_SIZE && this.freeSlabs.length > 0 ? this.freeSlabs.pop()! : Buffer.allocUnsafe(size);
     this.slab = { buf, used: 0, taken: 0, segment, position: this.writePos };
     return this.slab;
-  }
-
-  /** Run `fn` with the segment's descriptor, which stays open until it is done. */
-  private async use<T>(seg: Segment, fn: (fd: number) => Promise<T>): Promise<T> {
-    seg.users++;
-    seg.lastUse = ++this.useClock;
-    try {
-      return await fn(await this.fdOf(seg));
-    } finally {
-      seg.users--;
-      if (seg.users === 0 && seg.retired) await this.closeSegment(seg).catch(() => {});
-    }
-  }
-
-  private async fdOf(seg: Segment): Promise<number> {
-    if (seg.fd === null) {
-      // A segment created by this process starts empty; an existing one is opened for read and write.
-      // Under `sync` every write is made durable by the write itself (O_DSYNC): one round trip to the
-      // thread pool per group commit instead of a write followed by an fdatasync.
-      const fresh = seg.fresh;
-      const flags =
-        (fresh ? O.O_RDWR | O.O_CREAT | O.O_TRUNC : O.O_RDWR) | (this.opts.flush === 'sync' ? O.O_DSYNC : 0);
-      let fd: number;
-      try {
-        fd = await this.fs.open(seg.path, flags);
-      } catch (err) {
-        // Out of descriptors: give back the idle ones (ours and the store's) and try once more.
-        if (!isDescriptorError(err)) throw err;
-        const freed = (await this.releaseIdleDescriptors()) + ((await this.opts.releaseDescriptors?.()) ?? 0);
-        if (freed === 0) throw err;
-        fd = await this.fs.open(seg.path, flags);
-      }
-      if (seg.fd !== null) {
-        await this.fs.close(fd);
-        return seg.fd;
-      }
-      seg.fd = fd;
-      if (fresh) {
-        // The new file's directory entry must be durable before any record in it is acknowledged.
-        await synced(fsyncDir(this.fs, this.opts.dir));
-        seg.fresh = false;
-      }
-      if (this.sealedOpen().length > this.maxOpenSegments) void this.trimSealed();
-    }
-    return seg.fd;
-  }
-
-  private evictable(seg: Segment): boolean {
-    // Under `async` a segment with unsynced bytes keeps its descriptor until they are fsynced.
-    return this.opts.flush === 'sync' || seg.base + seg.written <= this.syncedPos;
-  }
-
-  private sealedOpen(): Segment[] {
-    const active = this.segments.at(-1);
-    return this.segments.filter((s) => s !== active && s.fd !== null);
-  }
-
-  private async trimSealed(): Promise<void> {
-    const open = this.sealedOpen();
-    let excess = open.length - this.maxOpenSegments;
-    const idle = open.filter((s) => s.users === 0 && this.evictable(s)).sort((a, b) => a.lastUse - b.lastUse);
-    for (const seg of idle) {
-      if (excess <= 0) break;
-      if (seg.users === 0 && seg.fd !== null) {
-        await this.closeSegment(seg).catch(() => {});
-        excess--;
-      }
-    }
-  }
-
-  private async closeSegment(seg: Segment): Promise<void> {
-    if (seg.fd !== null) {
-      const fd = seg.fd;
-      seg.fd = null;
-      await this.fs.close(fd);
-    }
   }
 
   private scheduleFlush(): void {
@@ -684,7 +497,7 @@ export class SegmentLog {
             bytes += chunks[i]!.buf.length;
             i++;
           }
-          await this.use(seg, (fd) => writeAll(this.fs, fd, bufs, start - seg.base));
+          await this.files.use(seg, (fd) => writeAll(this.fs, fd, bufs, start - seg.base));
           seg.written = Math.max(seg.written, start - seg.base + bytes);
           touched.push(seg);
         }
@@ -693,7 +506,8 @@ export class SegmentLog {
         // segment has a loss window.
         if (this.opts.flush === 'async') {
           for (const seg of touched)
-            if (seg !== this.segments.at(-1)) await this.use(seg, (fd) => synced(this.fs.fdatasync(fd)));
+            if (seg !== this.segments.at(-1))
+              await this.files.use(seg, (fd) => synced(this.fs.fdatasync(fd)));
         }
       } catch (err) {
         await this.onWriteFailure(err as Error);
@@ -764,7 +578,7 @@ export class SegmentLog {
     const seg = this.segments.at(-1);
     try {
       for (const d of dropped) {
-        await this.closeSegment(d);
+        await this.files.close(d);
         if (!d.fresh) {
           await this.fs.unlink(d.path).catch((e: unknown) => {
             if (errnoOf(e) !== 'ENOENT') throw e;
@@ -774,7 +588,7 @@ export class SegmentLog {
       if (seg && !seg.fresh) {
         // A partly completed write may have landed past what `written` says: always cut the file.
         const keep = durable - seg.base;
-        await this.use(seg, async (fd) => {
+        await this.files.use(seg, async (fd) => {
           await this.fs.ftruncate(fd, keep);
           await synced(this.fs.fdatasync(fd));
         });
@@ -784,7 +598,7 @@ export class SegmentLog {
       this.transient = null;
       // Reads and writes may have been refused descriptors too: give back the idle ones.
       if (isDescriptorError(err)) {
-        await this.releaseIdleDescriptors();
+        await this.files.releaseIdle();
         await this.opts.releaseDescriptors?.();
       }
     } catch (rollbackErr) {
@@ -803,34 +617,5 @@ export class SegmentLog {
     );
     this.dropUnflushed(readOnlyError(cause));
     this.opts.onFatal?.(cause);
-  }
-}
-
-function isDescriptorError(err: unknown): boolean {
-  const c = errnoOf(err);
-  return c === 'EMFILE' || c === 'ENFILE';
-}
-
-/** Copy `length` bytes from `fd` at `from` into a new file at `path`, fsynced. */
-async function copyRange(
-  sfs: StoreFs,
-  fd: number,
-  from: number,
-  length: number,
-  path: string,
-): Promise<void> {
-  const out = await sfs.open(path, O.O_WRONLY | O.O_CREAT | O.O_TRUNC);
-  try {
-    const buf = Buffer.allocUnsafe(Math.min(length, SCAN_CHUNK) || 1);
-    let done = 0;
-    while (done < length) {
-      const n = await readFully(sfs, fd, buf, Math.min(buf.length, length - done), from + done);
-      if (n === 0) break;
-      await writeAll(sfs, out, [buf.subarray(0, n)], done);
-      done += n;
-    }
-    await sfs.fdatasync(out);
-  } finally {
-    await sfs.close(out);
   }
 }

@@ -207,3 +207,25 @@ export function sliceBufs(bufs: Buffer[], skip: number): Buffer[] {
   }
   return out;
 }
+
+/**
+ * The descriptor of an index file, opened on first use. Only a file this process is creating
+ * (`fresh`) may be created: a file deleted meanwhile is never resurrected. `onCreated` is told when
+ * the file was created (its directory entry then needs an fsync). Two opens racing keep one descriptor.
+ */
+export async function openIndexFile(
+  sfs: StoreFs,
+  f: { path: string; fd: number | null; fresh: boolean },
+  onCreated: () => void,
+): Promise<number> {
+  if (f.fd === null) {
+    const fd = await sfs.open(f.path, f.fresh ? O.O_RDWR | O.O_CREAT : O.O_RDWR);
+    if (f.fresh) {
+      f.fresh = false;
+      onCreated();
+    }
+    if (f.fd === null) f.fd = fd;
+    else await sfs.close(fd);
+  }
+  return f.fd;
+}

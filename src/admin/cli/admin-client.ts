@@ -4,8 +4,7 @@
  * RocketMQ code for an API error, the address and cause when the server cannot be reached.
  */
 import { CliError, ExitCode, codeError, usageError } from '../../common/cli-error.js';
-import { signRequest } from '../../common/signature.js';
-import { ADMIN_AUTHORIZATION_HEADER } from '../acl-auth.js';
+import { adminRequestHeaders } from '../../common/signature.js';
 
 /** A user's keys, to sign requests to a broker running with access control. */
 export interface AdminCredentials {
@@ -71,14 +70,7 @@ export class AdminClient {
   }
 
   private headers(json: boolean): Record<string, string> {
-    const h: Record<string, string> = json ? { 'content-type': 'application/json' } : {};
-    if (this.token) h.authorization = `Bearer ${this.token}`;
-    if (this.credentials) {
-      const signed = signRequest(this.credentials.accessKey, this.credentials.secretKey);
-      h['x-mq-date-time'] = signed.dateTime;
-      h[ADMIN_AUTHORIZATION_HEADER] = signed.authorization;
-    }
-    return h;
+    return adminRequestHeaders({ json, token: this.token, credentials: this.credentials });
   }
 
   private async call<T>(

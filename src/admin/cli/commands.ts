@@ -4,6 +4,10 @@
  * name server); `--json` prints the API's answer instead of the table. Cluster and broker flags
  * (`-c`, `-b`) are accepted and ignored: there is one broker. With access control on, a super user's
  * keys (`--access-key`/`--secret-key`, or VELA_ACCESS_KEY/VELA_SECRET_KEY) sign every request.
+ *
+ * This file registers the topic, group, offset and broker commands, one short block each (flags,
+ * one API call, one renderer); message commands are in message-commands.ts, ACL commands in
+ * acl-commands.ts, parsing in arguments.ts, tables in render.ts.
  */
 import { Option, type Command } from 'commander';
 import type { GroupView, TopicView } from '../operations.js';

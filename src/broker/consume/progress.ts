@@ -2,20 +2,12 @@
  * Where each consumer group stands: per-queue progress for `consumerProgress`, the retries waiting,
  * and the backlog not yet handed out (send-side flow control). Read-only.
  */
+import type { QueueProgress } from '../../common/admin-api.js';
 import type { ConsumeContext } from './context.js';
 import { DeliveryState, Source } from './delivery.js';
 import { RETRY_QUEUES, retryTopicOf } from './retry-records.js';
 
-export interface QueueProgress {
-  queueId: number;
-  brokerOffset: number;
-  consumerOffset: number;
-  inflight: number;
-  /** FIFO deliveries failed and waiting, or due again. */
-  ready: number;
-  lag: number;
-  lastStoreTimestamp: number;
-}
+export type { QueueProgress } from '../../common/admin-api.js';
 
 /** Read-only figures of one queue of the topic for a group (metrics and the console). */
 export interface QueueFigures {

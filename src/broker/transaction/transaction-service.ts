@@ -13,6 +13,9 @@
  * half-queue offset up to which they are known. A commit writes its intent before appending the
  * copy and its end after; a restart that finds an intent without an end asks the log whether the
  * copy is there. Opening re-reads the half messages stored after the last journalled offset.
+ *
+ * One file on purpose: EndTransaction, the check loop, recovery and the snapshot all read and change
+ * the one table of open transactions under the same ordering rules.
  */
 import type { TransactionSettings } from '../../common/config.js';
 import type { Clock } from '../../common/clock.js';

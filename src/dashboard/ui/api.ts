@@ -4,7 +4,21 @@
  * each request signed with a super user's keys (RocketMQ's HMAC-SHA1 signature, computed here with
  * WebCrypto). Token and keys are kept for this browser tab only.
  */
-import { authorizationValue, formatDateTime } from '../../common/signature-format.js';
+import type {
+  ConsumerConnection,
+  DeliveryRecord,
+  GroupInfo,
+  StoredMessageInfo,
+  TopicLag,
+} from '../../common/admin-api.js';
+import {
+  ADMIN_AUTHORIZATION_HEADER,
+  authorizationValue,
+  DATE_TIME_HEADER,
+  formatDateTime,
+} from '../../common/signature-format.js';
+
+export type { QueueLag, TopicLag } from '../../common/admin-api.js';
 
 const TOKEN_KEY = 'vela.adminToken';
 const KEYS_KEY = 'vela.aclKeys';
@@ -50,7 +64,10 @@ async function signed(keys: AclKeys): Promise<Record<string, string>> {
   const hex = Array.from(mac, (b) => b.toString(16).padStart(2, '0'))
     .join('')
     .toUpperCase();
-  return { 'x-mq-date-time': dateTime, 'x-vela-authorization': authorizationValue(keys.accessKey, hex) };
+  return {
+    [DATE_TIME_HEADER]: dateTime,
+    [ADMIN_AUTHORIZATION_HEADER]: authorizationValue(keys.accessKey, hex),
+  };
 }
 
 export class ApiError extends Error {
@@ -165,15 +182,7 @@ export interface TopicStat {
   lastStoreTimestamp: number;
 }
 
-export interface GroupConfigView {
-  group: string;
-  retryMaxTimes: number;
-  consumeMessageOrderly: boolean;
-  consumeBroadcastEnable: boolean;
-  consumeEnable: boolean;
-  groupRetryPolicy: Record<string, unknown>;
-  fifoRetryIntervalMs: number;
-}
+export type GroupConfigView = GroupInfo;
 
 export interface GroupStat extends GroupConfigView {
   kinds: string[];
@@ -185,40 +194,7 @@ export interface GroupStat extends GroupConfigView {
   clients: number;
 }
 
-export interface QueueLag {
-  queueId: number;
-  minOffset: number;
-  brokerOffset: number;
-  consumerOffset: number;
-  committedOffset: number;
-  ready: number;
-  inflight: number;
-  waitingRetry: number;
-  lag: number;
-  lagLatencyMs: number;
-  queueingLatencyMs: number;
-  lastStoreTimestamp: number;
-  lastConsumeTimestamp: number;
-}
-
-export interface TopicLag {
-  group: string;
-  topic: string;
-  kind: 'POP' | 'PULL';
-  queues: QueueLag[];
-  retry: { backlog: number; inflight: number; lagLatencyMs: number };
-}
-
-export interface Connection {
-  clientId: string;
-  clientType: string;
-  remoteAddress: string;
-  language: string;
-  version: string;
-  topics: string[];
-  connectedAt: number;
-  lastSeen: number;
-}
+export type Connection = ConsumerConnection;
 
 export interface GroupDetail extends GroupConfigView {
   topics: TopicLag[];
@@ -228,22 +204,7 @@ export interface GroupDetail extends GroupConfigView {
   connections: Connection[];
 }
 
-export interface MessageInfo {
-  messageId: string;
-  topic: string;
-  queueId: number;
-  queueOffset: number;
-  tag?: string;
-  keys: string[];
-  messageGroup?: string;
-  messageType: string;
-  properties: Record<string, string>;
-  bornTimestamp: number;
-  bornHost: string;
-  storeTimestamp: number;
-  reconsumeTimes: number;
-  bodySize: number;
-  body: string;
+export interface MessageInfo extends StoredMessageInfo {
   originTopic?: string;
   originMessageId?: string;
 }
@@ -256,19 +217,7 @@ export interface DlqPage {
   maxOffset: number;
 }
 
-export interface Delivery {
-  group: string;
-  topic: string;
-  messageId: string;
-  attempt: number;
-  clientId: string;
-  via: 'POP' | 'PULL' | 'ADMIN';
-  retry: boolean;
-  queueId: number;
-  queueOffset: number;
-  at: number;
-  outcome: string;
-  settledAt?: number;
-  next?: string;
+/** A delivery as the message view lists it: pull reads say whether the group has committed past them. */
+export interface Delivery extends DeliveryRecord {
   committed?: boolean;
 }

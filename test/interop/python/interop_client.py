@@ -12,6 +12,7 @@ The scenarios use the same names, message bodies and result fields as the Java a
 node:test driver (test/interop/official/scenarios.ts) asserts on them.
 """
 
+import asyncio
 import json
 import os
 import sys
@@ -20,6 +21,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 
+from rocketmq.v5.client.connection.rpc_client import RpcClient
 from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,
                       MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker,
                       TransactionResolution)
@@ -689,6 +691,13 @@ def run(o, scenario, topic, group):
     fn = SCENARIOS.get(scenario)
     if fn is None:
         raise ValueError(f"unknown scenario {scenario}")
+    # The client (5.1.2) opens each Telemetry stream on the calling thread's asyncio loop, and only the
+    # thread that created the shared channel to an endpoint has one (RpcChannel.create_channel sets
+    # it): a client started from another thread fails with "There is no current event loop" and never
+    # gets its Settings. The scenarios run in parallel threads, so give each thread the client's own
+    # I/O loop first (constructing RpcClient starts that loop if nothing has yet).
+    RpcClient()
+    asyncio.set_event_loop(RpcClient.get_channel_io_loop())
     return fn(o, topic, group)
 
 

@@ -62,7 +62,9 @@ const LZ4_BLOCK_MAX: Record<number, number> = { 4: 64 << 10, 5: 256 << 10, 6: 1 
  */
 function inflateLz4(body: Buffer, maxSize: number): Buffer {
   const bad = (why: string) => corrupted('LZ4', why);
-  const out = Buffer.allocUnsafe(maxSize);
+  // Zeroed: a malformed match (offset 0, or before the start) reads what is there, and that must
+  // never be memory of the broker's own.
+  const out = Buffer.alloc(maxSize);
   let o = 0;
   let p = 0;
   do {

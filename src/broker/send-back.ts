@@ -20,6 +20,7 @@ import type { Logger } from '../common/logger.js';
 import type { MessageInput, MessageStore, StoredMessage } from '../store/index.js';
 import type { GroupConfig, TopicConfig } from './metadata.js';
 import { DLQ_PREFIX, RETRY_PREFIX, dlqTopicOf } from './names.js';
+import { FAILED_DELIVERY } from './consume/retry-records.js';
 import { DELAY_LEVELS_MS, MAX_DELAY_LEVEL, retryDelayMs } from './retry-policy.js';
 import type { TopicRegistry } from './topic-registry.js';
 import type { TimerService } from './timer/timer-service.js';
@@ -49,6 +50,7 @@ export function groupResendRecord(m: StoredMessage, group: string): MessageInput
     [DLQ_ORIGIN_TOPIC]: _t,
     [DLQ_ORIGIN_MESSAGE_ID]: _i,
     [SENT_BACK_DEAD_LETTER]: _s,
+    [FAILED_DELIVERY]: _f,
     ...properties
   } = m.properties;
   return {

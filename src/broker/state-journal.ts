@@ -145,6 +145,11 @@ export class StateJournal {
     return p;
   }
 
+  /** Resolves once every record appended so far is durable (at once when none is pending). */
+  whenDurable(): Promise<void> {
+    return this.log.appendMany([]);
+  }
+
   /**
    * Append records and, once they are durable, apply them through the participants (in journal
    * order) before resolving. A record that could not be made durable is never applied.

@@ -19,6 +19,7 @@ test('broker state and messages survive kill -9 under mixed load', { timeout: 12
       loadMs: [400, 1200],
     });
     assert.ok(ledger.sent.size >= 50, `only ${ledger.sent.size} sends acknowledged`);
+    assert.ok(ledger.delayed.size >= 20, `only ${ledger.delayed.size} delay messages acknowledged`);
     assert.ok(
       ledger.counts.acks + ledger.counts.nacks + ledger.counts.commits > 0,
       JSON.stringify(ledger.counts),
@@ -39,6 +40,7 @@ test('broker state and messages survive power cuts under mixed load', { timeout:
       loadMs: [400, 1000],
     });
     assert.ok(ledger.sent.size >= 20, `only ${ledger.sent.size} sends acknowledged`);
+    assert.ok(ledger.delayed.size >= 10, `only ${ledger.delayed.size} delay messages acknowledged`);
   } finally {
     dir.cleanup();
   }

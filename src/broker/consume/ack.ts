@@ -103,7 +103,7 @@ export class Acks {
     await ctx.serialized(h.stateKey, async () => {
       const { s, d } = liveDelivery(ctx, group, topic, h);
       const m = await readDelivered(ctx.store, s, d);
-      if (m) await this.revive.deadLetter(s, [{ m, attempts: d.attempt }]);
+      if (m) await this.revive.deadLetter(s, [{ m, delivery: d }]);
       await journalSettled(ctx, s, [settle(ctx, s, h.key)]);
       ctx.observer?.settled(s.group, s.topic, [d], 'FORWARDED_TO_DLQ', 'DLQ');
     });

@@ -3,7 +3,7 @@
  * changes that are applied the way they are replayed), and give and take snapshots.
  */
 import type { StateRecord } from '../state-records.js';
-import type { ConsumeSnapshot } from '../state-snapshots.js';
+import type { ConsumeSnapshot, LiveConsumeEntry } from '../state-snapshots.js';
 import type { ConsumeContext } from './context.js';
 import { Source, deliveryKey, type GroupTopicState } from './delivery.js';
 
@@ -93,6 +93,27 @@ export class ConsumeJournal {
         fifo: [...s.fifo].map(([queueId, f]) => ({ queueId, low: f.low, settled: [...f.settled] })),
       })),
     };
+  }
+
+  /**
+   * The state as the snapshot writer walks it, a (group, topic) at a time and its deliveries lazily,
+   * while it keeps changing (every change made meanwhile has a record after the snapshot position,
+   * replayed over it; see state-journal.ts).
+   */
+  *walk(): Generator<LiveConsumeEntry> {
+    for (const s of this.ctx.states.values()) {
+      if (!this.ctx.states.isLive(s)) continue;
+      yield {
+        group: s.group,
+        topic: s.topic,
+        nextOffsets: [
+          ...[...s.topicNext].map(([queueId, next]) => ({ source: Source.TOPIC, queueId, next })),
+          ...[...s.retryNext].map(([queueId, next]) => ({ source: Source.RETRY, queueId, next })),
+        ],
+        deliveries: s.deliveries.values(),
+        fifo: [...s.fifo].map(([queueId, f]) => ({ queueId, low: f.low, settled: [...f.settled] })),
+      };
+    }
   }
 
   restore(snapshot: ConsumeSnapshot): void {

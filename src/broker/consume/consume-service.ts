@@ -7,6 +7,7 @@
  *   pop.ts, fifo.ts     receive: due FIFO redeliveries, due retries, new messages; FIFO's held window
  *   ack.ts              ack, changeInvisibleDuration, ForwardMessageToDeadLetterQueue
  *   revive.ts           expiry, failing deliveries (retry topic, FIFO wait, DLQ)
+ *   failure-marks.ts    a retry or dead letter written once, even when a crash cuts its settling short
  *   auto-renew.ts       push consumers' invisible time, and their departure
  *   progress.ts         consumer progress and backlogs
  *   consume-journal.ts  journal records and snapshots (shapes in ../state-records.ts)
@@ -25,13 +26,14 @@ import type { StateJournal } from '../state-journal.js';
 import { Perm, type GroupConfig, type TopicConfig } from '../metadata.js';
 import type { TagFilter } from '../filter.js';
 import type { ConsumeObserver } from '../consume-observer.js';
-import { decodeConsumeSnapshot, encodeConsumeSnapshot } from '../state-snapshots.js';
+import { consumeSnapshotItems, decodeConsumeSnapshot, encodeConsumeSnapshot } from '../state-snapshots.js';
 import { Acks } from './ack.js';
 import { AdminChanges } from './admin-changes.js';
 import { AutoRenew } from './auto-renew.js';
 import { ConsumeContext, type ConsumeDeps } from './context.js';
 import { ConsumeJournal } from './consume-journal.js';
 import { DeliveryState, Source, baseGroupOf, deliveryKey, type GroupTopicState } from './delivery.js';
+import { settleWrittenFailures } from './failure-marks.js';
 import { rebuildHeld } from './fifo.js';
 import { Pop, type Delivered } from './pop.js';
 import type { ParkingLot } from './long-poll.js';
@@ -118,12 +120,14 @@ export class ConsumeService implements StateParticipant {
   }
 
   /**
-   * Carry retries over from old retry topic names (once), arm timers for the state replayed from the
-   * journal, rebuild FIFO windows, start auto-renewal.
+   * Carry retries over from old retry topic names (once), settle the deliveries whose retry or dead
+   * letter a crash left stored but not journalled (failure-marks.ts), arm timers for the state
+   * replayed from the journal, rebuild FIFO windows, start auto-renewal.
    */
   async start(): Promise<void> {
     const ctx = this.ctx;
     await migrateRetryTopics(ctx);
+    await settleWrittenFailures(ctx);
     const now = ctx.now();
     for (const s of [...ctx.states.values()]) {
       if (ctx.groups.get(baseGroupOf(s.group))?.consumeMessageOrderly) await this.rebuildFifo(s);
@@ -350,6 +354,14 @@ export class ConsumeService implements StateParticipant {
 
   snapshot(): unknown {
     return encodeConsumeSnapshot(this.records.snapshot());
+  }
+
+  /**
+   * The snapshot the journal writes: walked a piece at a time, so that a large state (many deliveries
+   * in flight) never blocks the event loop for long (bench/snapshot-stall.ts).
+   */
+  snapshotItems(): Iterable<unknown> {
+    return consumeSnapshotItems(this.ctx.retryTopicsRenamed, this.records.walk());
   }
 
   restore(data: unknown): void {

@@ -20,6 +20,11 @@ export const ORIGIN_MESSAGE_ID = 'ORIGIN_MESSAGE_ID';
 export const RETRY_TOPIC_PROPERTY = 'RETRY_TOPIC';
 export const DLQ_ORIGIN_TOPIC = 'DLQ_ORIGIN_TOPIC';
 export const DLQ_ORIGIN_MESSAGE_ID = 'DLQ_ORIGIN_MESSAGE_ID';
+/**
+ * System property (never shown to clients): the delivery a retry or dead letter was written for, so
+ * that a restart after a crash does not write it twice (failure-marks.ts).
+ */
+export const FAILED_DELIVERY = '__VELA_FAILED_DELIVERY';
 
 /** Retry queues: 0 for "due now", then one per failed attempt up to this many. */
 export const RETRY_QUEUES = 33;
@@ -71,7 +76,10 @@ function copyFields(m: StoredMessage): Omit<MessageInput, 'topic' | 'queueId' | 
   };
 }
 
-/** The retry message for `m` after its delivery attempt `failedAttempt` failed, due at `dueAt`. */
+/**
+ * The retry message for `m` after its delivery attempt `failedAttempt` failed, due at `dueAt`;
+ * `mark` names that delivery (failure-marks.ts).
+ */
 export function retryRecord(
   m: StoredMessage,
   group: string,
@@ -79,20 +87,32 @@ export function retryRecord(
   failedAttempt: number,
   dueAt: number,
   delayMs: number,
+  mark: string,
 ): MessageInput {
   return {
     ...copyFields(m),
     topic: retryTopicOf(group, topic),
     queueId: retryQueueFor(failedAttempt, delayMs),
     messageId: newMessageId(),
-    properties: { ...m.properties, [ORIGIN_MESSAGE_ID]: originIdOf(m), [RETRY_TOPIC_PROPERTY]: topic },
+    properties: {
+      ...m.properties,
+      [ORIGIN_MESSAGE_ID]: originIdOf(m),
+      [RETRY_TOPIC_PROPERTY]: topic,
+      [FAILED_DELIVERY]: mark,
+    },
     deliveryTimestamp: dueAt,
     reconsumeTimes: failedAttempt,
   };
 }
 
-/** The dead-letter copy of `m`, which failed `attempts` deliveries. */
-export function dlqRecord(m: StoredMessage, group: string, topic: string, attempts: number): MessageInput {
+/** The dead-letter copy of `m`, which failed `attempts` deliveries; `mark` names the last one. */
+export function dlqRecord(
+  m: StoredMessage,
+  group: string,
+  topic: string,
+  attempts: number,
+  mark: string,
+): MessageInput {
   const origin = originIdOf(m);
   return {
     ...copyFields(m),
@@ -104,6 +124,7 @@ export function dlqRecord(m: StoredMessage, group: string, topic: string, attemp
       [ORIGIN_MESSAGE_ID]: origin,
       [DLQ_ORIGIN_TOPIC]: topic,
       [DLQ_ORIGIN_MESSAGE_ID]: origin,
+      [FAILED_DELIVERY]: mark,
     },
     reconsumeTimes: attempts,
   };
@@ -131,7 +152,12 @@ export function movedRetryRecord(
 /** A message resent from the DLQ to its group: due now, attempts start again. */
 export function resendRecord(m: StoredMessage, group: string): MessageInput {
   const topic = m.properties[DLQ_ORIGIN_TOPIC] ?? m.topic;
-  const { [DLQ_ORIGIN_TOPIC]: _t, [DLQ_ORIGIN_MESSAGE_ID]: _i, ...properties } = m.properties;
+  const {
+    [DLQ_ORIGIN_TOPIC]: _t,
+    [DLQ_ORIGIN_MESSAGE_ID]: _i,
+    [FAILED_DELIVERY]: _f,
+    ...properties
+  } = m.properties;
   return {
     ...copyFields(m),
     topic: retryTopicOf(group, topic),

@@ -12,6 +12,8 @@
  * after the retry interval (push: the group's policy for that attempt, never less, whatever the
  * client asked; simple: at once, its invisible time having been the wait), or goes to the DLQ once it
  * has had retryMaxTimes + 1 deliveries. One store append per kind and one journal record per chunk.
+ * Each retry and dead letter carries the mark of the delivery it was written for, so that a crash
+ * between the store write and the journal record does not make a second copy (failure-marks.ts).
  */
 import type { StoredMessage } from '../../store/index.js';
 import { newNonce } from '../receipt-handle.js';
@@ -20,9 +22,12 @@ import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext, DeliveryDeadline } from './context.js';
 import { readDelivered } from './delivered.js';
 import { DeliveryState, baseGroupOf, type Delivery, type Failure, type GroupTopicState } from './delivery.js';
+import { failureMark } from './failure-marks.js';
 import { dlqRecord, dlqTopicOf, originIdOf, retryRecord } from './retry-records.js';
 
 const FAIL_CHUNK = 512;
+/** Expiries that could not be failed (the retry could not be stored: a full disk) are tried again after this. */
+const REFAIL_MS = 1000;
 
 export class Revive {
   constructor(private readonly ctx: ConsumeContext) {}
@@ -45,14 +50,38 @@ export class Revive {
     if (s.expiring.length === 1) {
       ctx.timers.immediate(() => {
         const due = s.expiring.splice(0);
+        const nonces = due.map((f) => f.delivery.nonce);
         void ctx
           .serialized(s, () => this.fail(s, due))
           .then((r) => r.durable)
-          .catch((err) =>
-            ctx.logger.error({ err, group: s.group, topic: s.topic }, 'could not schedule retries'),
-          );
+          .catch((err) => {
+            ctx.logger.error(
+              { err, group: s.group, topic: s.topic, retryInMs: REFAIL_MS },
+              'could not schedule retries',
+            );
+            void ctx.serialized(s, () => this.refail(s, due, nonces));
+          });
       });
     }
+  }
+
+  /**
+   * Expired deliveries that could not be failed (their retry was refused) are still in flight with a
+   * past deadline and nothing armed: expire them again a little later rather than never. Only those
+   * untouched since (same nonce, still in flight); the new deadline is not journalled (a restart
+   * finds the old one, passed, and expires them at once). Call serialized.
+   */
+  private refail(s: GroupTopicState, due: readonly Failure[], nonces: readonly number[]): void {
+    const ctx = this.ctx;
+    if (!ctx.states.isLive(s)) return;
+    const at = ctx.now() + REFAIL_MS;
+    due.forEach((f, i) => {
+      const d = s.deliveries.get(f.key);
+      if (d !== f.delivery || d.nonce !== nonces[i] || d.state !== DeliveryState.INFLIGHT) return;
+      if (d.deadline > ctx.now()) return; // re-armed meanwhile
+      d.deadline = at;
+      ctx.arm(s, f.key, d.nonce, at);
+    });
   }
 
   /** A FIFO delivery's retry interval is over: deliver it again first. Call serialized. */
@@ -133,21 +162,30 @@ export class Revive {
     for (const f of waiting) ctx.observer?.settled(s.group, s.topic, [f.delivery], f.why, 'FIFO_RETRY');
     if (rest.length === 0) return;
     const policy: RetryPolicy = g?.retryPolicy ?? { type: 'CUSTOMIZED', next: [] };
-    const messages = await Promise.all(rest.map((f) => readDelivered(ctx.store, s, f.delivery)));
+    // The records that gave these deliveries their nonces (hand-out, invisible-time change) must be
+    // durable before a record marked with those nonces is: otherwise a crash could leave the
+    // retry and an older nonce behind, and the restart would not recognise its own retry. Nothing
+    // to wait for unless one of them was appended in the last moments (an expiry right after a
+    // hand-out); the reads go on meanwhile.
+    const [messages] = await Promise.all([
+      Promise.all(rest.map((f) => readDelivered(ctx.store, s, f.delivery))),
+      // A journal that cannot write (full disk, read-only) fails the settle record below anyway.
+      ctx.journal.whenDurable().catch(() => {}),
+    ]);
     const retries = [];
-    const dead: { m: StoredMessage; attempts: number }[] = [];
+    const dead: { m: StoredMessage; delivery: Delivery }[] = [];
     for (let i = 0; i < rest.length; i++) {
       const m = messages[i];
       const { delivery: d, requestedMs, immediate } = rest[i]!;
       if (!m) continue; // removed by retention: nothing left to retry
       if (d.attempt >= maxAttempts) {
-        dead.push({ m, attempts: d.attempt });
+        dead.push({ m, delivery: d });
         continue;
       }
       const delay = immediate ? 0 : Math.max(requestedMs, retryDelayMs(policy, d.attempt));
       // No timer per retry (memory would grow with the backlog): a receive that finds the head of a
       // retry queue not yet due schedules one wake-up for it (pop.ts).
-      retries.push(retryRecord(m, s.group, s.topic, d.attempt, now + delay, delay));
+      retries.push(retryRecord(m, s.group, s.topic, d.attempt, now + delay, delay, failureMark(s, d)));
     }
     // Retries and dead letters are durable before the record that settles their deliveries.
     if (dead.length > 0) await this.deadLetter(s, dead);
@@ -163,22 +201,27 @@ export class Revive {
     }
   }
 
-  /** Copy messages to the group's DLQ (created on demand: one queue, readable). */
+  /**
+   * Copy messages to the group's DLQ (created on demand: one queue, readable), each marked with the
+   * delivery that gave up on it; the caller then settles those deliveries.
+   */
   async deadLetter(
     s: GroupTopicState,
-    dead: readonly { m: StoredMessage; attempts: number }[],
+    dead: readonly { m: StoredMessage; delivery: Delivery }[],
   ): Promise<void> {
     const ctx = this.ctx;
     const group = baseGroupOf(s.group);
     const dlq = dlqTopicOf(group);
     if (!ctx.topics.get(dlq))
       await ctx.topics.upsert(dlq, { readQueueNums: 1, writeQueueNums: 1 }, { system: true });
-    await ctx.store.append(dead.map(({ m, attempts }) => dlqRecord(m, s.group, s.topic, attempts)));
+    await ctx.store.append(
+      dead.map(({ m, delivery: d }) => dlqRecord(m, s.group, s.topic, d.attempt, failureMark(s, d))),
+    );
     ctx.observer?.deadLettered(group, s.topic, dead.length);
     ctx.deadLettered.set(group, (ctx.deadLettered.get(group) ?? 0) + dead.length);
-    for (const { m, attempts } of dead) {
+    for (const { m, delivery } of dead) {
       ctx.logger.warn(
-        { group: s.group, topic: s.topic, messageId: originIdOf(m), attempts, dlq },
+        { group: s.group, topic: s.topic, messageId: originIdOf(m), attempts: delivery.attempt, dlq },
         'message moved to the dead-letter queue',
       );
     }

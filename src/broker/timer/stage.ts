@@ -1,7 +1,8 @@
 /**
  * One stage of the timer's work: a step that runs serially (never two at once), again as long as it
  * finds work, woken on demand or by one timer armed for the next time it will have work. A failing
- * step is logged and retried a little later.
+ * step is reported (`onError`) and retried a little later; a run that ends without failing is
+ * reported too (`onSuccess`), so that a failure that repeats on every try can be logged once.
  */
 import type { Timers } from '../../common/timers.js';
 
@@ -16,6 +17,8 @@ export interface StageOptions {
   /** When the stage will next have work (ms, Infinity for "only when woken"). */
   nextAt: () => number;
   onError: (err: unknown, retryInMs: number) => void;
+  /** A run ended without failing. */
+  onSuccess?: () => void;
   retryMs: number;
 }
 
@@ -63,6 +66,7 @@ export class Stage {
         const worked = await this.o.step();
         if (!worked && !this.again) break;
       }
+      this.o.onSuccess?.();
     } catch (err) {
       if (this.stopped) return;
       this.o.onError(err, this.o.retryMs);

@@ -37,6 +37,7 @@ import { TimerFigures } from './timer-figures.js';
 import { SerialExecutor } from '../../common/serial-executor.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { ScheduleHeap, type HeapEntry } from './schedule-heap.js';
+import { FailureLog } from './failure-log.js';
 import { Stage } from './stage.js';
 import { SlabTable, type Slab } from './slab-table.js';
 import {
@@ -132,6 +133,10 @@ export class TimerService {
   private readonly timers = new Timers(() => new VelaError('STORE_CLOSED', 'the timer is closing'));
   private readonly preparer: Stage;
   private readonly deliverer: Stage;
+  /** Failures that repeat every try (a read-only index, a full disk): logged once per change. */
+  private readonly preparing: FailureLog;
+  private readonly delivering: FailureLog;
+  private readonly checkpoints: FailureLog;
   /** Entries prepared for delivery (marked DISPATCHING, copy built), by due time. */
   private ready: Ready[] = [];
   private readyBytes = 0;
@@ -158,25 +163,30 @@ export class TimerService {
     private readonly logger: Logger,
   ) {
     this.slabs = new SlabTable((due) => index.slabOf(due));
-    const stage = (step: () => Promise<boolean>, nextAt: () => number, what: string) =>
+    const now = () => this.clock.now();
+    this.preparing = new FailureLog(logger, 'preparing delay messages', now);
+    this.delivering = new FailureLog(logger, 'delivering delay messages', now);
+    this.checkpoints = new FailureLog(logger, 'the timer checkpoint', now);
+    const stage = (step: () => Promise<boolean>, nextAt: () => number, log: FailureLog) =>
       new Stage({
         timers: this.timers,
-        now: () => this.clock.now(),
+        now,
         step,
         nextAt,
         retryMs: RETRY_MS,
-        onError: (err, ms) =>
-          this.logger.error({ err }, `${what} delay messages failed; trying again in ${ms} ms`),
+        onError: (err, ms) => log.failed(err, ms),
+        onSuccess: () => log.succeeded(),
       });
     this.preparer = stage(
       () => this.prepareStep(),
       () => this.nextPrepareAt(),
-      'preparing',
+      this.preparing,
     );
+    // Its appends fail apart from its runs (they are not awaited): `deliverStep` reports those.
     this.deliverer = stage(
       () => this.deliverStep(),
       () => this.ready[0]?.due ?? Infinity,
-      'delivering',
+      new FailureLog(logger, "the timer's delivery stage", now),
     );
   }
 
@@ -417,6 +427,7 @@ export class TimerService {
     const appended = inputs.length > 0 ? this.store.append(inputs) : Promise.resolve([]);
     const done = appended.then(
       () => {
+        this.delivering.succeeded();
         for (const r of batch) if (r.input) this.figures.delivered(r.input.topic, now - r.due);
         return this.settleDelivery(batch, inputs.length);
       },
@@ -425,8 +436,7 @@ export class TimerService {
         this.ready = mergeByDue(batch, this.ready);
         for (const i of inputs) this.readyBytes += i.body.length;
         this.deliverBlockedUntil = this.clock.now() + RETRY_MS;
-        if (!this.closed)
-          this.logger.error({ err }, `delivering delay messages failed; trying again in ${RETRY_MS} ms`);
+        if (!this.closed) this.delivering.failed(err, RETRY_MS);
         this.deliverer.wakeBy(this.deliverBlockedUntil);
       },
     );
@@ -671,8 +681,9 @@ export class TimerService {
         this.checkpointed = target;
       } else if (this.index.hasBuffered) await this.index.flush(); // DONE marks
       for (const slab of [...this.slabs.loaded]) await this.retireIfDone(slab);
+      this.checkpoints.succeeded();
     } catch (err) {
-      if (!this.closed) this.logger.error({ err }, 'timer checkpoint failed');
+      if (!this.closed) this.checkpoints.failed(err, CHECKPOINT_MS);
     }
   }
 
@@ -684,6 +695,7 @@ export class TimerService {
     await Promise.all([...this.deliveries]);
     this.timers.clear();
     await this.checkpointing;
+    for (const log of [this.preparing, this.delivering, this.checkpoints]) log.close();
     const target = { ...this.indexed };
     await this.index.sync();
     await this.index.writeCheckpoint(target);

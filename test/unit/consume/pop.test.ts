@@ -70,8 +70,8 @@ test('due retries come before new messages; one not yet due waits for its time',
   const now = core.clock.now();
   const m = (await core.store.read(topic, 0, 0)).messages[0]!;
   await core.store.append([
-    retryRecord(m, group, topic, 1, now, 0),
-    retryRecord(m, group, topic, 2, now + 5000, 5000),
+    retryRecord(m, group, topic, 1, now, 0, '[]'),
+    retryRecord(m, group, topic, 2, now + 5000, 5000, '[]'),
   ]);
   await core.send([{ topic, body: Buffer.from('newer') }]);
   const got = await core.receive(group, topic);

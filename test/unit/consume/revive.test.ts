@@ -2,6 +2,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bodyOf, openCore, type Core } from './harness.js';
+import { VelaError } from '../../../src/common/errors.js';
 import { RETRY_QUEUES, dlqTopicOf, retryTopicOf } from '../../../src/broker/consume/retry-records.js';
 
 let core: Core;
@@ -100,4 +101,32 @@ test('an expiry whose state was forgotten meanwhile (group or topic deleted) wri
   let stored = 0;
   for (let q = 0; q < RETRY_QUEUES; q++) stored += core.store.queueState(rt, q).maxOffset;
   assert.equal(stored, 0, 'a retry written now would outlive the purge of the retry topic');
+});
+
+test('an expiry that cannot be stored (a full disk) is tried again a second later, not left in flight for good', async () => {
+  const { topic, group } = await setup();
+  await core.send([{ topic, messageId: 'FULL-1', body: Buffer.from('full') }]);
+  await core.receive(group, topic, { invisibleMs: 500 });
+  const append = core.store.append.bind(core.store);
+  let refused = 0;
+  core.store.append = (messages) => {
+    if (messages.some((m) => m.topic === retryTopicOf(group, topic))) {
+      refused++;
+      return Promise.reject(new VelaError('TOO_MANY_REQUESTS', 'the disk is full'));
+    }
+    return append(messages);
+  };
+  try {
+    await core.advance(500);
+    assert.equal(refused, 1, 'the retry could not be stored');
+    assert.deepEqual(await core.receive(group, topic), []);
+  } finally {
+    core.store.append = append;
+  }
+  await core.advance(999);
+  assert.deepEqual(await core.receive(group, topic), [], 'not tried again at once');
+  await core.advance(1);
+  const [d] = await core.receive(group, topic);
+  assert.equal(bodyOf(d!), 'full', 'the retry is stored once there is room again');
+  assert.equal(d!.deliveryAttempt, 2);
 });

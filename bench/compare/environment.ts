@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { remotingVersions } from './remoting-rows.js';
 import type { MachineInfo, Target } from './types.js';
 
 /** Debian packages each peer needs (all in Debian 12 "bookworm"). */
@@ -83,11 +84,12 @@ function npmVersion(name: string): string {
 export function versions(targets: readonly Target[]): Record<string, string> {
   const v: Record<string, string> = {};
   const deb = (name: string, pkg: string) => (v[name] = dpkgVersion(pkg) ?? 'not installed');
-  if (targets.includes('vela-sdk') || targets.includes('vela-official')) {
+  if (targets.some((t) => t.startsWith('vela-'))) {
     v['Vela'] = npmVersionOf(ROOT);
     v['@grpc/grpc-js'] = npmVersion('@grpc/grpc-js');
   }
   if (targets.includes('vela-official')) v['rocketmq-client-nodejs'] = npmVersion('rocketmq-client-nodejs');
+  if (targets.includes('vela-remoting')) Object.assign(v, remotingVersions(ROOT));
   if (targets.includes('rabbitmq')) {
     deb('RabbitMQ', 'rabbitmq-server');
     deb('Erlang', 'erlang-base');

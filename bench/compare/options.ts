@@ -2,6 +2,7 @@
  * Command line of `npm run bench:compare` and the workload sizes it implies: a pure function of argv,
  * so the sizes and filters can be unit-tested.
  */
+import { remotingWorkloads } from './remoting-rows.js';
 import { TARGETS, WORKLOADS, type Target, type Workload } from './types.js';
 
 export interface CompareOptions {
@@ -50,8 +51,9 @@ one table with Vela's ratio to each peer.
 
 Options:
   --quick               a short run (smaller counts and windows)
-  --only LIST           targets to run, comma-separated: vela (both Vela rows), vela-sdk,
-                        vela-official, rabbitmq, nats, redis
+  --only LIST           targets to run, comma-separated: vela (the three Vela rows), vela-sdk,
+                        vela-official, vela-remoting (Java client over Remoting: W1a, W1b, W2),
+                        rabbitmq, nats, redis
   --skip LIST           targets to leave out (same names)
   --workloads LIST      w1a, w1b, w2, w2pull, w3 (both rates), w3a (5,000/s), w3b (20,000/s)
   --w3-seconds N        length of each W3 window (default 8, quick 3)
@@ -73,6 +75,7 @@ export function parseTargets(list: string): Target[] {
     if (name === 'vela') {
       out.add('vela-sdk');
       out.add('vela-official');
+      out.add('vela-remoting');
     } else if ((TARGETS as readonly string[]).includes(name)) {
       out.add(name as Target);
     } else {
@@ -129,6 +132,7 @@ export function workloadSizes(quick: boolean, w3Seconds?: number): Record<Worklo
 
 /** Which workloads a target runs: the pull consumer is Vela SDK's alone. */
 export function workloadsFor(target: Target, selected: readonly Workload[]): Workload[] {
+  if (target === 'vela-remoting') return remotingWorkloads(selected);
   return selected.filter((w) => w !== 'w2pull' || target === 'vela-sdk');
 }
 

@@ -24,6 +24,7 @@ import { startRabbitMq } from './servers/rabbitmq.js';
 import { startRedis } from './servers/redis.js';
 import { removeAllDirs, type RunningServer } from './servers/server.js';
 import { startVela } from './servers/vela.js';
+import { remotingClientCommand, startVelaRemoting } from './remoting-rows.js';
 import {
   TARGET_TITLES,
   type ClientResult,
@@ -51,6 +52,8 @@ function startServer(target: Target, opts: CompareOptions): Promise<RunningServe
     case 'vela-sdk':
     case 'vela-official':
       return startVela({ label: target, ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}) });
+    case 'vela-remoting':
+      return startVelaRemoting();
     case 'rabbitmq':
       return startRabbitMq();
     case 'nats':
@@ -71,7 +74,11 @@ function runClient(
     const prof = opts.cpuProfDir
       ? ['--cpu-prof', '--cpu-prof-dir', join(opts.cpuProfDir, `client-${spec.target}-${spec.workload}`)]
       : [];
-    const child = spawn(process.execPath, [...prof, '--import', 'tsx', CLIENT, JSON.stringify(spec)], {
+    const [cmd, args] =
+      spec.target === 'vela-remoting'
+        ? remotingClientCommand(spec)
+        : [process.execPath, [...prof, '--import', 'tsx', CLIENT, JSON.stringify(spec)]];
+    const child = spawn(cmd, args, {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -240,7 +240,9 @@ export function renderTable(report: CompareReport): string {
   const velas = targets.filter(isVela);
   const peers = targets.filter((t) => !isVela(t));
   const notes = new Notes();
-  const velaLabel = velas.map((v) => (v === 'vela-sdk' ? 'SDK' : 'official')).join(' / ');
+  const velaLabel = velas
+    .map((v) => (v === 'vela-sdk' ? 'SDK' : v === 'vela-remoting' ? 'Remoting' : 'official'))
+    .join(' / ');
   const head = [
     'figure',
     ...targets.map((t) => TARGET_TITLES[t]),

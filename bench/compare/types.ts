@@ -3,19 +3,24 @@
  * run, what it reports, and what the orchestrator adds from the server's side.
  */
 
-/** The systems compared. Vela runs twice: with its own SDK and with the official RocketMQ Node client. */
-export const TARGETS = ['vela-sdk', 'vela-official', 'rabbitmq', 'nats', 'redis'] as const;
+/**
+ * The systems compared. Vela runs three times: with its own SDK, with the official RocketMQ Node client
+ * (both gRPC), and with the Java Remoting client (remoting-rows.ts).
+ */
+export const TARGETS = ['vela-sdk', 'vela-official', 'vela-remoting', 'rabbitmq', 'nats', 'redis'] as const;
 export type Target = (typeof TARGETS)[number];
 
 export const TARGET_TITLES: Record<Target, string> = {
   'vela-sdk': 'Vela + Vela SDK',
   'vela-official': 'Vela + rocketmq-client-nodejs',
+  'vela-remoting': 'Vela + Java rocketmq-client (Remoting)',
   rabbitmq: 'RabbitMQ quorum + amqplib',
   nats: 'NATS JetStream + nats.js',
   redis: 'Redis Streams + ioredis',
 };
 
-export const isVela = (t: Target): boolean => t === 'vela-sdk' || t === 'vela-official';
+export const isVela = (t: Target): boolean =>
+  t === 'vela-sdk' || t === 'vela-official' || t === 'vela-remoting';
 
 /**
  * The workloads. `w2pull` exists only for Vela's SDK (its PullConsumer); `w3a`/`w3b` are W3 at the

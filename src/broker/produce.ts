@@ -46,6 +46,12 @@ export interface ProduceMessage {
   producerClientId?: string;
   /** TRANSACTION: check the transaction this long after it was stored (capped), not the broker's time-out. */
   transactionRecoveryMs?: number;
+  /**
+   * RocketMQ's Remoting `flag`: an int the application sets, kept with the message (in the internal
+   * property `__VELA_FLAG`) and delivered to Remoting consumers; gRPC has no such field.
+   * @defaultValue 0
+   */
+  flag?: number;
 }
 
 export interface SendReceipt {
@@ -141,6 +147,8 @@ export function messageTypeOf(sysFlag: number): SendableType {
 export const TRACE_CONTEXT_PROPERTY = 'TRACE_CONTEXT';
 /** Internal property holding the body's MD5 (uppercase hex), computed once at send for every delivery. */
 export const BODY_MD5_PROPERTY = '__VELA_BODY_MD5';
+/** Internal property holding a Remoting message's `flag` (absent when 0). */
+export const FLAG_PROPERTY = '__VELA_FLAG';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -184,9 +192,13 @@ export class ProduceService {
 
   /**
    * Send a batch to one topic. Batch-level problems (empty, several topics, unknown or read-only
-   * topic) throw; each message then gets its own receipt or its own error.
+   * topic) throw; each message then gets its own receipt or its own error — or, with `allOrNone`
+   * (RocketMQ's batches), the first invalid message's error is thrown and none is stored.
    */
-  async send(messages: readonly ProduceMessage[]): Promise<(SendReceipt | VelaError)[]> {
+  async send(
+    messages: readonly ProduceMessage[],
+    opts: { allOrNone?: boolean } = {},
+  ): Promise<(SendReceipt | VelaError)[]> {
     if (messages.length === 0) throw new VelaError('MESSAGE_CORRUPTED', 'the request carries no message');
     const topicName = messages[0]!.topic;
     if (messages.some((m) => m.topic !== topicName)) {
@@ -225,6 +237,7 @@ export class ProduceService {
         kinds.push(kind);
       } catch (err) {
         if (!(err instanceof VelaError)) throw err;
+        if (opts.allOrNone) throw err;
         results[i] = err;
       }
     }
@@ -374,6 +387,7 @@ export class ProduceService {
       [BODY_MD5_PROPERTY]: hash('md5', m.body, 'hex').toUpperCase(),
     };
     if (m.traceContext) properties[TRACE_CONTEXT_PROPERTY] = m.traceContext;
+    if (m.flag) properties[FLAG_PROPERTY] = String(m.flag | 0);
     return {
       topic: topic.name,
       queueId: this.chooseQueue(topic, m.messageGroup, m.queueId),

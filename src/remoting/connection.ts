@@ -1,7 +1,8 @@
 /**
  * One client connection (a RocketMQ "channel"): frames in, responses out, and the broker's own
- * one-way requests to the client (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE). Requests in progress (long-polling
- * pulls) are aborted when the connection closes.
+ * requests to the client — one-way (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE) or
+ * answered (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, matched to their answers by opaque).
+ * Requests in progress (long-polling pulls, calls to the client) end when the connection closes.
  */
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
@@ -22,6 +23,11 @@ export class RemotingConnection {
   readonly transactionChecks = new Map<string, () => void>();
   private readonly aborts = new AbortController();
   private closed = false;
+  /** The broker's requests awaiting the client's answer, by opaque. */
+  private readonly calls = new Map<
+    number,
+    { resolve: (c: RemotingCommand) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
 
   constructor(
     readonly socket: Socket,
@@ -63,10 +69,58 @@ export class RemotingConnection {
     });
   }
 
+  /**
+   * A request from the broker to the client, answered: resolves with the client's response, rejects
+   * with `TIMEOUT` after `timeoutMs` or `CLIENT_GONE` when the connection closes first.
+   */
+  call(
+    code: number,
+    extFields: Record<string, string>,
+    opaque: number,
+    timeoutMs: number,
+    body?: Buffer,
+  ): Promise<RemotingCommand> {
+    if (this.closed || this.socket.destroyed) {
+      return Promise.reject(
+        new CallError('CLIENT_GONE', `the connection of ${this.remoteAddress} is closed`),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.calls.delete(opaque);
+        reject(new CallError('TIMEOUT', `no answer from ${this.remoteAddress} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.calls.set(opaque, { resolve, reject, timer });
+      this.write({
+        code,
+        language: 'JAVA',
+        version: SERVER_VERSION,
+        opaque,
+        flag: 0,
+        extFields,
+        ...(body ? { body } : {}),
+      });
+    });
+  }
+
+  /** A response frame from the client: the answer to one of the broker's calls (strays are ignored). */
+  answered(response: RemotingCommand): void {
+    const call = this.calls.get(response.opaque);
+    if (!call) return;
+    this.calls.delete(response.opaque);
+    clearTimeout(call.timer);
+    call.resolve(response);
+  }
+
   markClosed(): void {
     if (this.closed) return;
     this.closed = true;
     this.aborts.abort();
+    for (const call of this.calls.values()) {
+      clearTimeout(call.timer);
+      call.reject(new CallError('CLIENT_GONE', `the connection of ${this.remoteAddress} closed`));
+    }
+    this.calls.clear();
     for (const detach of this.transactionChecks.values()) detach();
     this.transactionChecks.clear();
   }
@@ -74,5 +128,16 @@ export class RemotingConnection {
   close(): void {
     this.markClosed();
     this.socket.destroy();
+  }
+}
+
+/** Why a call to a client failed. */
+export class CallError extends Error {
+  constructor(
+    readonly reason: 'TIMEOUT' | 'CLIENT_GONE',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CallError';
   }
 }

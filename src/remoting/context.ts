@@ -19,6 +19,10 @@ export interface EndpointInfo {
   notifyConsumerIdsChanged(group: string): void;
   /** The opaque of the next request the broker sends a client. */
   nextOpaque(): number;
+  /** The open connection with this id (a consumer's or producer's registered channel). */
+  connection(channel: string): RemotingConnection | undefined;
+  /** How long the broker waits for a client to answer its request (RocketMQ: 10 s). */
+  readonly callClientTimeoutMs: number;
 }
 
 export interface RequestContext {

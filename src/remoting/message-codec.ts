@@ -7,10 +7,10 @@
  * Stored messages keep their tag, keys, message group and id (the `UNIQ_KEY`) in fields of their
  * own; they are put back into the properties here, as RocketMQ clients expect them.
  */
-import { crc32, gunzipSync, inflateSync } from 'node:zlib';
+import { crc32, gunzipSync } from 'node:zlib';
 import { VelaError } from '../common/errors.js';
 import type { BrokerMessage } from '../broker/message.js';
-import { SysFlag } from '../broker/produce.js';
+import { FLAG_PROPERTY, SysFlag } from '../broker/produce.js';
 
 export const NAME_VALUE_SEPARATOR = '\u0001';
 export const PROPERTY_SEPARATOR = '\u0002';
@@ -161,7 +161,7 @@ export function encodeMessageExt(m: BrokerMessage, storeHost: HostAddress): Buff
   p = b.writeInt32BE(v2 ? MAGIC_V2 : MAGIC_V1, p);
   p = b.writeInt32BE(crc32(body) | 0, p);
   p = b.writeInt32BE(m.queueId, p);
-  p = b.writeInt32BE(0, p); // flag
+  p = b.writeInt32BE(Number(m.properties[FLAG_PROPERTY] ?? 0) | 0, p);
   p = b.writeBigInt64BE(BigInt(m.queueOffset), p);
   p = b.writeBigInt64BE(BigInt(m.logPosition), p);
   p = b.writeInt32BE(0, p); // sysFlag: bodies go out plain, hosts as IPv4
@@ -214,22 +214,4 @@ export function decodeBatch(body: Buffer): BatchEntry[] {
   }
   if (out.length === 0) throw bad('no message');
   return out;
-}
-
-/** Inflate a body the producer compressed (sysFlag bit 0; the type in bits 8–10). */
-export function decompressBody(body: Buffer, sysFlag: number, maxSize: number): Buffer {
-  if ((sysFlag & RmqSysFlag.COMPRESSED) === 0) return body;
-  const type = (sysFlag & RmqSysFlag.COMPRESSION_TYPE_MASK) >> 8;
-  try {
-    if (type === 0 || type === 3) return inflateSync(body, { maxOutputLength: maxSize });
-  } catch (err) {
-    throw new VelaError(
-      'MESSAGE_CORRUPTED',
-      `the compressed body does not inflate: ${(err as Error).message}`,
-    );
-  }
-  throw new VelaError(
-    'MESSAGE_CORRUPTED',
-    `compression type ${type === 1 ? 'LZ4' : type === 2 ? 'ZSTD' : type} is not supported; use ZLIB`,
-  );
 }

@@ -25,6 +25,8 @@ import {
 import { Header } from './header.js';
 import { parseHostAddress } from './message-codec.js';
 import { failureOf } from './status.js';
+import { checkAccess, isAclFailure } from './acl.js';
+import { applyClientQuirks } from './client-quirks.js';
 import { processors } from './processors/index.js';
 import { isLongPolling, RemotingRpcStats } from './rpc-stats.js';
 
@@ -41,6 +43,8 @@ export interface RemotingEndpointOptions {
   maxFrameLength?: number;
   /** @defaultValue 'DefaultCluster' */
   clusterName?: string;
+  /** How long a request the broker forwards to a client waits for its answer. @defaultValue 10000 */
+  callClientTimeoutMs?: number;
 }
 
 /** Requests one connection may have in progress (long polls included); beyond, SYSTEM_BUSY. */
@@ -84,6 +88,8 @@ export class RemotingEndpoint {
       autoCreateTopics: opts.autoCreateTopics,
       notifyConsumerIdsChanged: (group) => e.notifyConsumerIdsChanged(group),
       nextOpaque: () => ++e.opaque,
+      connection: (channel) => e.connections.get(channel),
+      callClientTimeoutMs: opts.callClientTimeoutMs ?? 10_000,
     };
     if (opts.port !== 0 && opts.port >= 2 && opts.vipChannel !== false) {
       const vip = e.newServer();
@@ -101,9 +107,6 @@ export class RemotingEndpoint {
     const notify = (group: string) => e.notifyConsumerIdsChanged(group);
     e.unsubscribe = broker.consumers.onChange(notify);
     opts.logger.info({ address: e.info.address, ports: e.ports }, 'Remoting endpoint listening');
-    if (broker.acl.enabled) {
-      opts.logger.warn('access control is on: the Remoting endpoint refuses every request (NO_PERMISSION)');
-    }
     return e;
   }
 
@@ -169,7 +172,11 @@ export class RemotingEndpoint {
           conn.close();
           return;
         }
-        if (isResponse(cmd)) continue; // answers to our one-way notifications never come; ignore strays
+        if (isResponse(cmd)) {
+          conn.answered(cmd); // the answer to one of the broker's own requests
+          continue;
+        }
+        applyClientQuirks(cmd);
         this.dispatch(conn, cmd);
       }
     });
@@ -193,15 +200,16 @@ export class RemotingEndpoint {
       return;
     }
     if (this.broker.acl.enabled) {
-      // Fail closed: this endpoint does not verify Remoting signatures (AccessKey/Signature fields).
-      if (!isOneway(cmd)) {
-        this.respond(conn, cmd, {
-          code: ResponseCode.NO_PERMISSION,
-          remark:
-            'access control is on and the Remoting endpoint does not check credentials: use the gRPC port (docs/security.md)',
-        });
+      try {
+        checkAccess(this.broker, cmd, conn.remoteAddress);
+      } catch (err) {
+        const f = failureOf(err, this.opts.logger, requestCodeName(cmd.code));
+        const code = isAclFailure(err) ? ResponseCode.NO_PERMISSION : f.code;
+        this.rpcStats.observe(cmd.code, code, false, 0);
+        if (!isOneway(cmd)) this.respond(conn, cmd, { code, remark: f.remark });
+        else this.opts.logger.debug({ code: cmd.code, remark: f.remark }, 'one-way Remoting request refused');
+        return;
       }
-      return;
     }
     if (conn.inflight >= MAX_INFLIGHT_PER_CONNECTION) {
       if (!isOneway(cmd)) {

@@ -178,7 +178,17 @@ export function runProgram(
 }
 
 /** Run a scenario of the Java program; `home` keeps the client's logs and local offsets out of $HOME. */
-export async function runJava(home: string, args: string[], timeoutMs = 90_000): Promise<ProgramEvent[]> {
+export function runJava(home: string, args: string[], timeoutMs = 90_000): Promise<ProgramEvent[]> {
+  return runJavaMain(home, 'VelaRemotingClient', args, timeoutMs);
+}
+
+/** Run another main class of the Java programs (e.g. VelaDashboardCalls). */
+export async function runJavaMain(
+  home: string,
+  mainClass: string,
+  args: string[],
+  timeoutMs = 90_000,
+): Promise<ProgramEvent[]> {
   const cp = await javaClasspath();
   return runProgram(
     'java',
@@ -190,7 +200,7 @@ export async function runJava(home: string, args: string[], timeoutMs = 90_000):
       '-Drocketmq.client.logLevel=WARN',
       '-cp',
       cp,
-      'VelaRemotingClient',
+      mainClass,
       ...args,
     ],
     { timeoutMs },
@@ -281,4 +291,86 @@ export function goBinary(): Promise<string> {
 /** Run a scenario of the Go program; `home` keeps the client's files out of $HOME. */
 export async function runGo(home: string, args: string[], timeoutMs = 90_000): Promise<ProgramEvent[]> {
   return runProgram(await goBinary(), args, { timeoutMs, env: { HOME: home } });
+}
+
+/** A client program that runs until stopped: its events as they come. */
+export interface RunningProgram {
+  readonly events: ProgramEvent[];
+  /** The first event matching `pred`, waiting for it (fails if the program exits first). */
+  next(pred: (e: ProgramEvent) => boolean, timeoutMs?: number): Promise<ProgramEvent>;
+  /** Close its stdin (the program's cue to shut down) and wait for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** Start a long-running scenario of the Java program (one that runs until its stdin closes). */
+export async function startJava(home: string, args: string[]): Promise<RunningProgram> {
+  const cp = await javaClasspath();
+  const child = spawn(
+    'java',
+    [
+      '-Xss512k',
+      '-XX:+UseSerialGC',
+      '-XX:TieredStopAtLevel=1',
+      `-Duser.home=${home}`,
+      '-Drocketmq.client.logLevel=WARN',
+      '-cp',
+      cp,
+      'VelaRemotingClient',
+      ...args,
+    ],
+    { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  const events: ProgramEvent[] = [];
+  const waiters = new Set<() => void>();
+  let output = '';
+  let buf = '';
+  let exited = false;
+  const exit = new Promise<void>((r) =>
+    child.on('exit', () => {
+      exited = true;
+      for (const w of waiters) w();
+      r();
+    }),
+  );
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  child.stdout.on('data', (d: Buffer) => {
+    output += d.toString();
+    buf += d.toString();
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.startsWith('@@ ')) events.push(JSON.parse(line.slice(3)) as ProgramEvent);
+    }
+    for (const w of waiters) w();
+  });
+  return {
+    events,
+    next(pred, timeoutMs = 90_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const e = events.find(pred);
+          if (e) done(() => resolve(e));
+          else if (exited) done(() => reject(new Error(`the Java program exited\n${output.slice(-4000)}`)));
+        };
+        const timer = setTimeout(
+          () => done(() => reject(new Error(`no such event within ${timeoutMs} ms\n${output.slice(-4000)}`))),
+          timeoutMs,
+        );
+        const done = (fn: () => void) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          fn();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    async stop() {
+      if (!exited) child.stdin.end();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
 }

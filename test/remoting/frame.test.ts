@@ -1,6 +1,5 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { deflateSync } from 'node:zlib';
 import {
   decodeFrame,
   encodeBinaryFrame,
@@ -13,7 +12,6 @@ import {
   decodeBatch,
   decodeOffsetMessageId,
   decodeProperties,
-  decompressBody,
   encodeMessageExt,
   encodeProperties,
   offsetMessageId,
@@ -184,14 +182,6 @@ describe('Remoting message codec', () => {
     bad.writeInt32BE(1000, 0);
     assert.throws(() => decodeBatch(bad), /out of range/);
     assert.throws(() => decodeBatch(Buffer.alloc(0)), /no message/);
-  });
-
-  test('ZLIB bodies are inflated; other compression types are refused clearly', () => {
-    const plain = Buffer.from('x'.repeat(10_000));
-    assert.deepEqual(decompressBody(deflateSync(plain), 0x1, 1 << 20), plain);
-    assert.deepEqual(decompressBody(plain, 0, 1 << 20), plain);
-    assert.throws(() => decompressBody(Buffer.from('junk'), 0x1, 1 << 20), /does not inflate/);
-    assert.throws(() => decompressBody(plain, 0x1 | (2 << 8), 1 << 20), /ZSTD is not supported/);
   });
 
   test('fastjson maps keyed by message queues are written with object keys', () => {

@@ -1,7 +1,7 @@
 /** The Go Remoting client (github.com/apache/rocketmq-client-go/v2 v2.1.2, pinned in go/go.mod): producer and push consumer. */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
+import { startTestBroker, uniqueName, closeAll, use, waitFor, type TestBroker } from '../support/harness.js';
 import { tempDir } from '../helpers.js';
 import { decodeOffsetMessageId } from '../../src/remoting/message-codec.js';
 import { goBinary, runGo } from './client-programs.js';
@@ -43,6 +43,28 @@ test('Go producer and push consumer: tag, keys, properties and ids round-trip', 
     assert.match(m.keys as string, /^go-\d$/);
     assert.equal((m.properties as Record<string, string>).lang, 'go');
   }
-  // (rocketmq-client-go v2.1.2 commits offsets on a 5 s timer and only partly at shutdown, so a
-  // short-lived consumer's commits are not asserted here; the Java and ali-ons tests cover commits.)
+});
+
+test('Go push consumer: offsets committed at shutdown survive a restart (no redelivery)', async () => {
+  const topic = uniqueName('T');
+  const group = uniqueName('G');
+  await b.running.broker.topics.upsert(topic, { readQueueNums: 4, writeQueueNums: 4 });
+  await b.running.broker.groups.upsert(group, {});
+  const ns = `127.0.0.1:${b.running.remotingPort}`;
+  const first = (await runGo(home.path, ['produce', ns, topic, '6'])).filter((e) => e.event === 'sent');
+  const got1 = (await runGo(home.path, ['consume', ns, topic, group, '6'])).filter(
+    (e) => e.event === 'received',
+  );
+  assert.deepEqual(got1.map((m) => m.msgId).sort(), first.map((s) => s.msgId).sort());
+  // The consumer commits at shutdown (well before its 5 s timer): the broker has every offset.
+  const committed = () =>
+    [0, 1, 2, 3].reduce((n, q) => n + (b.running.broker.offsets.get(group, topic, q)?.offset ?? 0), 0);
+  await waitFor(() => committed() === 6, 10_000);
+  // A new consumer of the group starts where the last one stopped: only the new messages.
+  const second = (await runGo(home.path, ['produce', ns, topic, '3'])).filter((e) => e.event === 'sent');
+  const got2 = (await runGo(home.path, ['consume', ns, topic, group, '3'])).filter(
+    (e) => e.event === 'received',
+  );
+  assert.deepEqual(got2.map((m) => m.msgId).sort(), second.map((s) => s.msgId).sort(), 'no redelivery');
+  await waitFor(() => committed() === 9, 10_000);
 });

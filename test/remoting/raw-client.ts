@@ -17,6 +17,8 @@ export class RawRemotingClient {
   private opaque = 0;
   private readonly pending = new Map<number, (c: RemotingCommand) => void>();
   readonly pushed: RemotingCommand[] = [];
+  /** Every response that arrived, by opaque. */
+  readonly answers = new Map<number, RemotingCommand>();
   readonly closed: Promise<void>;
 
   private constructor(private readonly socket: Socket) {
@@ -25,6 +27,7 @@ export class RawRemotingClient {
       for (const f of decoder.push(chunk)) {
         const c = decodeFrame(f);
         if (isResponse(c)) {
+          this.answers.set(c.opaque, c);
           this.pending.get(c.opaque)?.(c);
           this.pending.delete(c.opaque);
         } else this.pushed.push(c);
@@ -72,6 +75,21 @@ export class RawRemotingClient {
   /** Send a request without waiting for (or tracking) its response. */
   fire(code: number, extFields: Record<string, string | number> = {}): void {
     this.socket.write(encodeFrame(this.command(code, extFields, undefined, ++this.opaque, 0)));
+  }
+
+  /** Answer a request the broker sent this client. */
+  respond(opaque: number, code: number, body?: Buffer, remark?: string): void {
+    const cmd: RemotingCommand = {
+      code,
+      language: 'JAVA',
+      version: 475,
+      opaque,
+      flag: Flag.RESPONSE,
+      extFields: {},
+      ...(remark !== undefined ? { remark } : {}),
+      ...(body ? { body } : {}),
+    };
+    this.socket.write(encodeFrame(cmd));
   }
 
   /** Write raw bytes (malformed frames). */

@@ -61,7 +61,7 @@ describe('bench:compare statistics', () => {
 describe('bench:compare command line', () => {
   test('defaults: every target and workload, full sizes', () => {
     const o = parseArgs([]);
-    assert.deepEqual(o.targets, ['vela-sdk', 'vela-official', 'rabbitmq', 'nats', 'redis']);
+    assert.deepEqual(o.targets, ['vela-sdk', 'vela-official', 'vela-remoting', 'rabbitmq', 'nats', 'redis']);
     assert.deepEqual(o.workloads, ['w1a', 'w1b', 'w2', 'w2pull', 'w3a', 'w3b']);
     assert.equal(o.quick, false);
     assert.equal(o.json, false);
@@ -72,14 +72,19 @@ describe('bench:compare command line', () => {
     assert.equal(o.sizes.w3b.rate, 20_000);
   });
 
-  test('--only, --skip and --workloads filter; "vela" means both Vela rows; order stays canonical', () => {
+  test('--only, --skip and --workloads filter; "vela" means the Vela rows; order stays canonical', () => {
     assert.deepEqual(parseArgs(['--only', 'rabbitmq,vela']).targets, [
       'vela-sdk',
       'vela-official',
+      'vela-remoting',
       'rabbitmq',
     ]);
     assert.deepEqual(parseArgs(['--only=nats']).targets, ['nats']);
-    assert.deepEqual(parseArgs(['--skip', 'vela-official,redis']).targets, ['vela-sdk', 'rabbitmq', 'nats']);
+    assert.deepEqual(parseArgs(['--skip', 'vela-official,vela-remoting,redis']).targets, [
+      'vela-sdk',
+      'rabbitmq',
+      'nats',
+    ]);
     assert.deepEqual(parseArgs(['--workloads', 'w3,w1a']).workloads, ['w1a', 'w3a', 'w3b']);
     assert.throws(() => parseTargets('kafka'), /unknown target "kafka"/);
     assert.throws(() => parseArgs(['--only', 'redis', '--skip', 'redis']), /no target left/);
@@ -115,6 +120,11 @@ describe('bench:compare command line', () => {
     assert.deepEqual(workloadsFor('vela-sdk', ['w2', 'w2pull']), ['w2', 'w2pull']);
     assert.deepEqual(workloadsFor('rabbitmq', ['w2', 'w2pull']), ['w2']);
     assert.deepEqual(workloadsFor('vela-official', ['w2pull']), []);
+    assert.deepEqual(workloadsFor('vela-remoting', ['w1a', 'w1b', 'w2', 'w2pull', 'w3a', 'w3b']), [
+      'w1a',
+      'w1b',
+      'w2',
+    ]);
   });
 });
 

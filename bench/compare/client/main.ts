@@ -24,6 +24,8 @@ async function open(s: WorkloadSpec): Promise<Peer> {
       return new VelaSdkPeer(s.port, s.adminPort!);
     case 'vela-official':
       return new VelaOfficialPeer(s.port, s.adminPort!);
+    case 'vela-remoting':
+      throw new Error('the Remoting row runs the Java client (bench/compare/remoting-rows.ts)');
     case 'rabbitmq':
       return new RabbitMqPeer(s.port);
     case 'nats':

@@ -1,7 +1,7 @@
 /**
  * The Vela broker for the comparison, in its own process: `vela-broker-child.ts <dataDir>` starts
  * it on 127.0.0.1 (free ports, sync flush: every send is answered after an fsync covers it) and
- * prints `READY <grpcPort> <httpPort>`; SIGTERM closes it.
+ * prints `READY <grpcPort> <httpPort> <remotingPort>`; SIGTERM closes it.
  */
 import { startBroker } from '../../../src/server.js';
 
@@ -19,7 +19,7 @@ const running = await startBroker({
   flush: 'sync',
   shutdownGraceMs: 2000,
 });
-process.stdout.write(`READY ${running.grpcPort} ${running.httpPort}\n`);
+process.stdout.write(`READY ${running.grpcPort} ${running.httpPort} ${running.remotingPort}\n`);
 let closing = false;
 const close = () => {
   if (closing) return;

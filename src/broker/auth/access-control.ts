@@ -8,7 +8,7 @@ import { VelaError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { authorize, type AccessRequest } from './authorizer.js';
 import type { AuthRegistry } from './auth-registry.js';
-import { parseAuthorization, verifySignature } from './credential.js';
+import { parseAuthorization, verifyContentSignature, verifySignature } from './credential.js';
 import { checkDateTime, type ClockPolicy } from './date-time.js';
 import { UserStatus, UserType, type User } from './model.js';
 
@@ -75,6 +75,30 @@ export class AccessControl {
       throw new VelaError('ACL_UNAUTHORIZED', `User:${user.username} is disabled`);
     }
     checkDateTime(p.dateTime, this.now(), clock);
+    return { username: user.username };
+  }
+
+  /**
+   * The principal a Remoting request proves (RocketMQ's `AclClientRPCHook`): `signature` is the
+   * Base64 HMAC-SHA1, keyed with the user's secret key, of `content` (the edge builds it from the
+   * request as RocketMQ does). Remoting signatures carry no date-time, so there is no clock check.
+   * `ACL_UNAUTHORIZED` for an unknown or disabled user or a wrong signature.
+   */
+  authenticateContent(accessKey: string, signature: string, content: Buffer): Principal {
+    if (!accessKey) {
+      throw new VelaError(
+        'ACL_UNAUTHORIZED',
+        'the request is not signed (no AccessKey): configure credentials',
+      );
+    }
+    const user = this.registry.user(accessKey);
+    if (!user || !verifyContentSignature(user.password, content, signature)) {
+      this.logger.debug({ accessKey }, 'authentication failed');
+      throw new VelaError('ACL_UNAUTHORIZED', `the signature does not match access key ${accessKey}`);
+    }
+    if (user.userStatus === UserStatus.DISABLE) {
+      throw new VelaError('ACL_UNAUTHORIZED', `User:${user.username} is disabled`);
+    }
     return { username: user.username };
   }
 

@@ -4,7 +4,7 @@
  * as RocketMQ reads it, and its verification against a user's secret key. The Go client sends
  * `Credential=<AccessKey>//Rocketmq` and lowercase hex; Java and Node uppercase hex: all accepted.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { VelaError } from '../../common/errors.js';
 import { DATE_TIME_HEADER, SIGNATURE_ALGORITHM, signContent } from '../../common/signature.js';
 
@@ -50,4 +50,14 @@ export function verifySignature(secretKey: string, content: string, signature: s
   if (!/^[0-9a-fA-F]{40}$/.test(signature)) return false;
   const expected = Buffer.from(signContent(secretKey, content), 'hex');
   return timingSafeEqual(expected, Buffer.from(signature, 'hex'));
+}
+
+/**
+ * Whether `signature` is the Base64 HMAC-SHA1 of `content` with `secretKey` (RocketMQ's Remoting
+ * `AclSigner`); compared in constant time.
+ */
+export function verifyContentSignature(secretKey: string, content: Buffer, signature: string): boolean {
+  const expected = Buffer.from(createHmac('sha1', secretKey).update(content).digest('base64'));
+  const given = Buffer.from(signature);
+  return given.length === expected.length && timingSafeEqual(expected, given);
 }

@@ -5,6 +5,7 @@ import { getBrokerClusterInfo, getRouteInfoByTopic } from './route.js';
 import { consumerSendMsgBack, sendBatchMessage, sendMessage } from './send.js';
 import { pullMessage } from './pull.js';
 import { endTransaction } from './transaction.js';
+import { consumeMessageDirectly, getConsumerRunningInfo } from './call-consumer.js';
 import {
   getMaxOffset,
   getMinOffset,
@@ -84,6 +85,8 @@ export function processors(): ReadonlyMap<number, Processor> {
     [R.VIEW_MESSAGE_BY_ID, viewMessageById],
     [R.QUERY_MESSAGE, queryMessage],
     [R.GET_BROKER_RUNTIME_INFO, getBrokerRuntimeInfo],
+    [R.GET_CONSUMER_RUNNING_INFO, getConsumerRunningInfo],
+    [R.CONSUME_MESSAGE_DIRECTLY, consumeMessageDirectly],
     // Dashboard
     [R.GET_SYSTEM_TOPIC_LIST_FROM_NS, getSystemTopicList],
     [R.GET_ALL_TOPIC_CONFIG, getAllTopicConfig],

@@ -22,14 +22,8 @@ import {
   remotingProducerKey,
   SEND_CONTROL_PROPERTIES,
 } from '../special-sends.js';
-import {
-  decodeBatch,
-  decodeProperties,
-  decompressBody,
-  offsetMessageId,
-  Prop,
-  type BatchEntry,
-} from '../message-codec.js';
+import { decodeBatch, decodeProperties, offsetMessageId, Prop, type BatchEntry } from '../message-codec.js';
+import { decompressBody } from '../compression.js';
 import { AUTO_CREATE_TOPIC } from './route.js';
 import { takeTransactionChecks } from './transaction.js';
 
@@ -73,6 +67,8 @@ interface SendExtra {
   sysFlag?: number;
   /** The header's producer group: whose producers resolve an orphaned transaction. */
   producerGroup?: string;
+  /** The message's `flag` (kept and delivered to Remoting consumers). */
+  flag?: number;
 }
 
 function toProduceMessage(
@@ -121,6 +117,7 @@ function toProduceMessage(
     ...(extra.bornTimestamp ? { bornTimestamp: extra.bornTimestamp } : {}),
     bornHost: ctx.conn.remoteAddress,
     ...(extra.queueId !== undefined && extra.queueId >= 0 ? { queueId: extra.queueId } : {}),
+    ...(extra.flag ? { flag: extra.flag } : {}),
     ...special,
     checkType: false,
   };
@@ -150,8 +147,9 @@ function receiptReply(ctx: RequestContext, receipts: SendReceipt[]): Reply {
   };
 }
 
+/** Store the messages, all or none (a batch with one invalid message is refused whole, as RocketMQ does). */
 async function produce(ctx: RequestContext, messages: ProduceMessage[]): Promise<Reply> {
-  const results = await ctx.broker.produce.send(messages);
+  const results = await ctx.broker.produce.send(messages, { allOrNone: true });
   const failed = results.find((r): r is VelaError => r instanceof VelaError);
   if (failed) throw failed;
   return receiptReply(ctx, results as SendReceipt[]);
@@ -171,12 +169,14 @@ export function sendMessage(v2: boolean) {
     const queueId = h.optInt('queueId');
     const bornTimestamp = h.optInt('bornTimestamp');
     const producerGroup = h.optStr('producerGroup');
+    const flag = h.optInt('flag');
     return produce(ctx, [
       toProduceMessage(ctx, topic, body, properties, {
         ...(queueId !== undefined ? { queueId } : {}),
         ...(bornTimestamp !== undefined ? { bornTimestamp } : {}),
         sysFlag: h.optInt('sysFlag') ?? 0,
         ...(producerGroup ? { producerGroup } : {}),
+        ...(flag ? { flag } : {}),
       }),
     ]);
   };
@@ -201,6 +201,7 @@ async function sendBatch(ctx: RequestContext, h: Header): Promise<Reply> {
       toProduceMessage(ctx, topic, e.body, e.properties, {
         ...(queueId !== undefined ? { queueId } : {}),
         ...(bornTimestamp !== undefined ? { bornTimestamp } : {}),
+        ...(e.flag ? { flag: e.flag } : {}),
       }),
     ),
   );

@@ -43,6 +43,14 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *   transaction NS TOPIC GROUP           TransactionMQProducer: commit, rollback, unknown → checker
  *   send NS TOPIC N [TAG]                N sync sends (for cross-protocol tests)
  *   consume NS TOPIC GROUP N             a push consumer printing N messages (cross-protocol)
+ *   serve NS TOPIC GROUP                 a push consumer that runs until its stdin closes (for the
+ *                                        admin tools' calls to a consumer); prints "ready" with its
+ *                                        client id, then every message its listener gets
+ *   acl-send NS TOPIC N AK SK            N sync sends signed with AclClientRPCHook(AK, SK); a refused
+ *                                        send prints "refused" with the error and stops
+ *   acl-consume NS TOPIC GROUP N AK SK   a push consumer signed with AclClientRPCHook(AK, SK)
+ *   compressed NS TOPIC GROUP TYPE       a producer compressing with TYPE (ZLIB | LZ4 | ZSTD): two
+ *                                        large bodies and a small one, then a push consumer
  *   bench NS TOPIC GROUP N SIZE THREADS  throughput: N sync sends of SIZE bytes from THREADS threads,
  *                                        then a push consumer receiving them (bench/remoting-bench.ts)
  */
@@ -61,6 +69,10 @@ public class VelaRemotingClient {
                 case "transaction": transaction(args[2], args[3]); break;
                 case "send": send(args[2], Integer.parseInt(args[3]), args.length > 4 ? args[4] : "TagA"); break;
                 case "consume": consume(args[2], args[3], Integer.parseInt(args[4])); break;
+                case "compressed": compressed(args[2], args[3], args[4]); break;
+                case "serve": serve(args[2], args[3]); break;
+                case "acl-send": aclSend(args[2], Integer.parseInt(args[3]), args[4], args[5]); break;
+                case "acl-consume": aclConsume(args[2], args[3], Integer.parseInt(args[4]), args[5], args[6]); break;
                 case "bench": bench(args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6])); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);
             }
@@ -112,6 +124,7 @@ public class VelaRemotingClient {
         out("received", "who", who, "msgId", m.getMsgId(), "offsetMsgId", m instanceof MessageClientExt ? ((MessageClientExt) m).getOffsetMsgId() : null, "topic", m.getTopic(),
             "tags", m.getTags(), "keys", m.getKeys(), "body", new String(m.getBody(), StandardCharsets.UTF_8),
             "queueId", m.getQueueId(), "queueOffset", m.getQueueOffset(), "reconsumeTimes", m.getReconsumeTimes(),
+            "flag", m.getFlag(), "sysFlag", m.getSysFlag(),
             "properties", new TreeMap<>(m.getProperties()), "at", System.currentTimeMillis());
     }
 
@@ -458,6 +471,7 @@ public class VelaRemotingClient {
             for (int i = 0; i < n; i++) {
                 Message m = msg(topic, tag, "x-" + i, "from java " + i);
                 m.putUserProperty("color", "blue");
+                m.setFlag(100 + i);
                 result("sync", p.send(m));
             }
         } finally {
@@ -477,6 +491,91 @@ public class VelaRemotingClient {
         await(latch, "messages");
         commitSync(c);
         c.shutdown();
+    }
+
+    static org.apache.rocketmq.remoting.RPCHook aclHook(String ak, String sk) {
+        return new org.apache.rocketmq.acl.common.AclClientRPCHook(new org.apache.rocketmq.acl.common.SessionCredentials(ak, sk));
+    }
+
+    static void aclSend(String topic, int n, String ak, String sk) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer("PG_acl_" + System.nanoTime(), aclHook(ak, sk));
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("p" + System.nanoTime());
+        p.setSendMsgTimeout(10_000);
+        p.setMqClientApiTimeout(10_000);
+        p.setRetryTimesWhenSendFailed(0);
+        p.start();
+        try {
+            for (int i = 0; i < n; i++) {
+                try {
+                    result("sync", p.send(msg(topic, "TagA", "acl-" + i, "signed " + i)));
+                } catch (Exception e) {
+                    Throwable root = e;
+                    StringBuilder why = new StringBuilder();
+                    for (; root != null; root = root.getCause()) why.append(root).append(" | ");
+                    out("refused", "error", why.toString());
+                    return;
+                }
+            }
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static void aclConsume(String topic, String group, int n, String ak, String sk) throws Exception {
+        CountDownLatch latch = new CountDownLatch(n);
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group, aclHook(ak, sk),
+            new org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely());
+        c.setNamesrvAddr(ns);
+        c.setInstanceName("acl" + System.nanoTime());
+        c.setMqClientApiTimeout(10_000);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) { received("acl", m); latch.countDown(); }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        await(latch, "messages");
+        commitSync(c);
+        c.shutdown();
+    }
+
+    static void serve(String topic, String group) throws Exception {
+        DefaultMQPushConsumer c = pushConsumer(group, "serve" + System.nanoTime());
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) received("listener", m);
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        out("ready", "clientId", c.getDefaultMQPushConsumerImpl().getmQClientFactory().getClientId());
+        while (System.in.read() >= 0) { /* until the test closes stdin */ }
+        c.shutdown();
+    }
+
+    static void compressed(String topic, String group, String type) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer("PG_" + System.nanoTime());
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("p" + System.nanoTime());
+        p.setSendMsgTimeout(10_000);
+        p.setMqClientApiTimeout(10_000);
+        p.setCompressType(org.apache.rocketmq.common.compression.CompressionType.valueOf(type));
+        p.setCompressMsgBodyOverHowmuch(1024);
+        p.start();
+        try {
+            for (int i = 0; i < 3; i++) {
+                StringBuilder body = new StringBuilder();
+                int lines = i == 2 ? 1 : 2000;
+                for (int l = 0; l < lines; l++) body.append(type).append(" body ").append(i).append(" line ").append(l).append('\n');
+                Message m = msg(topic, "TagC", "c-" + i, body.toString());
+                m.setFlag(7 + i);
+                result("sync", p.send(m));
+            }
+        } finally {
+            p.shutdown();
+        }
+        consume(topic, group, 3);
     }
 
     /**

@@ -1,0 +1,100 @@
+/**
+ * The Remoting rows of `npm run bench:compare`: Vela's broker (the same child, sync flush) driven over
+ * its Remoting port by the Java rocketmq-client 5.5.0 — the Remoting tests' Java program
+ * (test/remoting/java/src/VelaCompareClient.java, built once under .cache/). It runs W1a, W1b and
+ * W2 (the workloads a Remoting producer and push consumer can run as the other clients do) and speaks
+ * the harness's client protocol (BEGIN / END / RESULT), so its figures sit beside the gRPC ones.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { javaClasspath } from '../../test/remoting/client-programs.js';
+import { ManagedProcess, waitReady } from './servers/managed-process.js';
+import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './servers/server.js';
+import type { Workload, WorkloadSpec } from './types.js';
+
+export const REMOTING_TARGET = 'vela-remoting';
+
+const CHILD = fileURLToPath(new URL('./servers/vela-broker-child.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The workloads of the Remoting row. */
+export function remotingWorkloads(selected: readonly Workload[]): Workload[] {
+  return selected.filter((w) => w === 'w1a' || w === 'w1b' || w === 'w2');
+}
+
+let classpath: string | undefined;
+
+/**
+ * Vela with its Remoting port; `port` is the Remoting port. Builds (or finds) the Java program
+ * first, so a missing JDK or Maven fails here, as the server not starting, with a clear message.
+ */
+export async function startVelaRemoting(): Promise<RunningServer> {
+  classpath = await javaClasspath();
+  const dir = privateDir('vela-remoting');
+  const log = join(dir, 'server.log');
+  const proc = new ManagedProcess(
+    'vela-broker',
+    process.execPath,
+    ['--import', 'tsx', CHILD, join(dir, 'data')],
+    {
+      cwd: ROOT,
+      logFile: log,
+      stdoutPipe: true,
+    },
+  );
+  let ports: [number, number] | undefined;
+  createInterface({ input: proc.child.stdout! }).on('line', (line) => {
+    const [word, , http, remoting] = line.split(' ');
+    if (word === 'READY' && remoting) ports = [Number(remoting), Number(http)];
+  });
+  try {
+    await waitReady(proc, async () => ports !== undefined, 60_000, log);
+  } catch (err) {
+    await stopAndRemove([proc], dir).catch(() => {});
+    throw err;
+  }
+  return {
+    port: ports![0],
+    adminPort: ports![1],
+    dir,
+    usage: () => sumUsage([proc]),
+    stop: () => stopAndRemove([proc], dir),
+  };
+}
+
+/** The client child of a Remoting workload: the Java program and its arguments. */
+export function remotingClientCommand(spec: WorkloadSpec): [string, string[]] {
+  if (!classpath) throw new Error('the Remoting server was not started');
+  return [
+    'java',
+    [
+      '-XX:+UseSerialGC',
+      '-Drocketmq.client.logLevel=WARN',
+      `-Duser.home=${join(ROOT, '.cache', 'remoting-clients', 'bench-home')}`,
+      '-cp',
+      classpath,
+      'VelaCompareClient',
+      `127.0.0.1:${spec.port}`,
+      spec.workload,
+      spec.queue,
+      String(spec.count),
+      String(spec.inflight),
+      String(spec.warmup),
+      String(spec.timeLimitMs),
+      String(spec.bodySize),
+    ],
+  ];
+}
+
+/** The Java client's version (pinned in the program's pom.xml) and the JVM's. */
+export function remotingVersions(root: string): Record<string, string> {
+  const pom = readFileSync(join(root, 'test', 'remoting', 'java', 'pom.xml'), 'utf8');
+  const client =
+    /<artifactId>rocketmq-client<\/artifactId>\s*<version>([^<]+)<\/version>/.exec(pom)?.[1] ?? '?';
+  const r = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  const jvm = r.error ? 'not installed' : (/version "([^"]+)"/.exec(r.stderr)?.[1] ?? '?');
+  return { 'Java rocketmq-client': client, JVM: jvm };
+}

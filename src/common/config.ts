@@ -83,6 +83,16 @@ export const STORE_SCHEMA = {
     'ratio',
     { max: 1 },
   ),
+  logReadCacheBytes: num(
+    16 * 1024 * 1024,
+    'recently written commit-log bytes kept in memory once durable, so consumers near the head are served without a disk read (0: none)',
+    'bytes',
+  ),
+  indexReadCacheEntries: num(
+    1024,
+    'recently written queue-index entries kept in memory per queue (24 bytes each), so consumers near the head need no index read (0: none)',
+    'count',
+  ),
   verifyChecksumOnRead: bool(true, "verify each record's checksum when it is read"),
   stateCompactBytes: num(
     64 * 1024 * 1024,

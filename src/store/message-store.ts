@@ -237,17 +237,22 @@ export class MessageStore {
         end = e.logPosition + e.size;
         j++;
       }
-      let buf: Buffer;
-      try {
-        buf = await this.log.read(start, end - start);
-      } catch (err) {
-        if (start < this.log.startPosition) break; // deleted by retention meanwhile
-        throw err;
+      // Bytes still in memory are the ones this process encoded (and checksummed): no disk read and
+      // no checksum to verify. Anything else comes from the files and is verified.
+      let buf = this.log.readRecent(start, end - start);
+      const verify = buf === null && this.o.verifyChecksumOnRead;
+      if (buf === null) {
+        try {
+          buf = await this.log.read(start, end - start);
+        } catch (err) {
+          if (start < this.log.startPosition) break; // deleted by retention meanwhile
+          throw err;
+        }
       }
       for (let k = i; k < j; k++) {
         const e = wanted[k]!;
         const off = e.logPosition - start;
-        if (!this.frameOk(buf, off, e.size)) {
+        if (!frameOk(buf, off, e.size, verify)) {
           corruptOffsets.push(e.offset);
           this.o.logger.error(
             { topic, queueId, offset: e.offset, logPosition: e.logPosition },
@@ -429,6 +434,7 @@ export class MessageStore {
         logger: o.logger,
         fs: o.fs,
         maxOpenSegments: o.maxOpenSegments,
+        readCacheBytes: o.logReadCacheBytes,
         onDurable: (end) => this.onDurable(end),
         onRollback: () => this.onRollback(),
         onFatal: (err) => this.goReadOnly(err, 'the message log failed'),
@@ -482,6 +488,7 @@ export class MessageStore {
       this.o.fs,
       join(this.o.dataDir, 'consumequeue'),
       this.o.indexEntriesPerFile,
+      this.o.indexReadCacheEntries,
     );
     for (const q of loaded) this.queues.set(queueKey(q.topic, q.queueId), q);
   }
@@ -516,7 +523,14 @@ export class MessageStore {
     let q = this.queues.get(key);
     if (!q) {
       const dir = join(this.o.dataDir, 'consumequeue', encodeURIComponent(topic), String(queueId));
-      q = QueueIndex.create(topic, queueId, dir, this.o.indexEntriesPerFile, this.o.fs);
+      q = QueueIndex.create(
+        topic,
+        queueId,
+        dir,
+        this.o.indexEntriesPerFile,
+        this.o.fs,
+        this.o.indexReadCacheEntries,
+      );
       this.queues.set(key, q);
     }
     return q;
@@ -584,12 +598,6 @@ export class MessageStore {
     let n = await this.keys.releaseIdle();
     for (const q of this.queues.values()) n += await q.releaseIdle();
     return n;
-  }
-
-  private frameOk(buf: Buffer, off: number, size: number): boolean {
-    if (off + size > buf.length) return false;
-    if (!this.o.verifyChecksumOnRead) return frameLength(buf, off) === size;
-    return checkFrame(buf, off, off + size) === FrameCheck.OK && frameLength(buf, off) === size;
   }
 
   private async findByHash(
@@ -759,4 +767,10 @@ export class MessageStore {
     await this.lock.release();
     this.o.logger.info('store closed');
   }
+}
+
+/** Whether the frame the index points at is whole (and, with `verify`, passes its checksum). */
+function frameOk(buf: Buffer, off: number, size: number, verify: boolean): boolean {
+  if (off + size > buf.length || frameLength(buf, off) !== size) return false;
+  return !verify || checkFrame(buf, off, off + size) === FrameCheck.OK;
 }

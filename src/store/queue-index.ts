@@ -5,8 +5,9 @@
  *   f64 logPosition | f64 storeTimestamp | u32 frameSize | i32 tagHash      (little-endian, 24 bytes)
  *
  * Files hold `entriesPerFile` entries and are named by their first offset. Entries live on disk; only
- * the entries not yet written (a short tail, flushed every few hundred ms) are kept in memory, so
- * memory does not grow with the backlog.
+ * the entries not yet written (a short tail, flushed every few hundred ms) and a bounded window of the
+ * most recently written ones (`recentEntries`, so a consumer near the head needs no index read) are
+ * kept in memory, so memory does not grow with the backlog.
  *
  * Offsets: `minOffset` (first still stored; retention moves it) ≤ `committed` (readable: its record is
  * durable in the log) ≤ `nextOffset` (the next one to assign).
@@ -64,8 +65,9 @@ export class QueueIndex {
   committed = 0;
   /** Entries below this are on disk. */
   private persisted = 0;
-  /** Entries [persisted, nextOffset) */
+  /** Entries [tailBase, nextOffset): up to `recentEntries` already written, then the unwritten ones. */
   private tail = Buffer.allocUnsafe(INDEX_ENTRY_SIZE * 64);
+  private tailBase = 0;
   private tailLen = 0;
   /** Store time of the newest entry. */
   lastStoreTimestamp = 0;
@@ -78,6 +80,7 @@ export class QueueIndex {
     private readonly dir: string,
     private readonly entriesPerFile: number,
     private readonly fs: StoreFs,
+    private readonly recentEntries: number,
   ) {}
 
   static create(
@@ -86,8 +89,9 @@ export class QueueIndex {
     dir: string,
     entriesPerFile: number,
     sfs: StoreFs = nodeStoreFs,
+    recentEntries = 0,
   ): QueueIndex {
-    return new QueueIndex(topic, queueId, dir, entriesPerFile, sfs);
+    return new QueueIndex(topic, queueId, dir, entriesPerFile, sfs, recentEntries);
   }
 
   /** Load the index files of a queue from disk (entries counted from file sizes). */
@@ -97,8 +101,9 @@ export class QueueIndex {
     dir: string,
     entriesPerFile: number,
     sfs: StoreFs = nodeStoreFs,
+    recentEntries = 0,
   ): Promise<QueueIndex> {
-    const q = new QueueIndex(topic, queueId, dir, entriesPerFile, sfs);
+    const q = new QueueIndex(topic, queueId, dir, entriesPerFile, sfs, recentEntries);
     const names = (await sfs.readdir(dir)).filter((n) => FILE_NAME.test(n)).sort();
     for (const name of names) {
       const path = join(dir, name);
@@ -108,7 +113,7 @@ export class QueueIndex {
     }
     const last = q.files.at(-1);
     q.minOffset = q.files[0]?.firstOffset ?? 0;
-    q.nextOffset = q.committed = q.persisted = last ? last.firstOffset + last.count : 0;
+    q.nextOffset = q.committed = q.persisted = q.tailBase = last ? last.firstOffset + last.count : 0;
     if (last && last.count > 0) q.lastStoreTimestamp = (await q.entryAt(q.nextOffset - 1))!.storeTimestamp;
     return q;
   }
@@ -120,7 +125,7 @@ export class QueueIndex {
 
   /** Start an empty queue at `offset` (recovery of a queue whose index files were lost). */
   resetEmptyTo(offset: number): void {
-    this.minOffset = this.nextOffset = this.committed = this.persisted = offset;
+    this.minOffset = this.nextOffset = this.committed = this.persisted = this.tailBase = offset;
     this.tailLen = 0;
     this.files = this.files.filter((f) => f.count > 0);
   }
@@ -146,7 +151,7 @@ export class QueueIndex {
   /** Make readable every entry whose record starts below `durableEnd`. Returns true if all are. */
   commitBelow(durableEnd: number): boolean {
     while (this.committed < this.nextOffset) {
-      const p = (this.committed - this.persisted) * INDEX_ENTRY_SIZE;
+      const p = (this.committed - this.tailBase) * INDEX_ENTRY_SIZE;
       if (this.tail.readDoubleLE(p) >= durableEnd) return false;
       this.committed++;
     }
@@ -157,15 +162,20 @@ export class QueueIndex {
   rewindTo(offset: number, lastStoreTimestamp: number): void {
     if (offset >= this.nextOffset || offset < this.committed) return;
     this.nextOffset = offset;
-    this.tailLen = (offset - this.persisted) * INDEX_ENTRY_SIZE;
+    this.tailLen = (offset - this.tailBase) * INDEX_ENTRY_SIZE;
     this.lastStoreTimestamp = lastStoreTimestamp;
   }
 
   /** Forget uncommitted entries (their records were rolled back). */
   rollback(): void {
     this.nextOffset = this.committed;
-    this.tailLen = (this.committed - this.persisted) * INDEX_ENTRY_SIZE;
+    this.tailLen = (this.committed - this.tailBase) * INDEX_ENTRY_SIZE;
     if (this.tailLen > 0) this.lastStoreTimestamp = this.tail.readDoubleLE(this.tailLen - 16);
+  }
+
+  /** Entries held in memory: the recently written window and those waiting to be written. */
+  get entriesInMemory(): number {
+    return this.tailLen / INDEX_ENTRY_SIZE;
   }
 
   /** Bytes of entries waiting to be written. */
@@ -180,16 +190,25 @@ export class QueueIndex {
       const room = this.entriesPerFile - (this.persisted - file.firstOffset);
       const n = Math.min(room, this.committed - this.persisted);
       const bytes = n * INDEX_ENTRY_SIZE;
-      const chunk = Buffer.from(this.tail.subarray(0, bytes));
+      const from = (this.persisted - this.tailBase) * INDEX_ENTRY_SIZE;
+      const chunk = Buffer.from(this.tail.subarray(from, from + bytes));
       const filePos = (this.persisted - file.firstOffset) * INDEX_ENTRY_SIZE;
       file.writes++;
       await this.use(file, (fd) => writeAll(this.fs, fd, [chunk], filePos));
       file.count = this.persisted + n - file.firstOffset;
-      // Drop the written entries from the tail (entries added meanwhile stay behind them).
-      this.tail.copy(this.tail, 0, bytes, this.tailLen);
-      this.tailLen -= bytes;
       this.persisted += n;
+      this.trimRecent();
     }
+  }
+
+  /** Keep at most `recentEntries` written entries in memory (entries added meanwhile stay behind them). */
+  private trimRecent(): void {
+    const drop = this.persisted - this.tailBase - this.recentEntries;
+    if (drop <= 0) return;
+    const bytes = drop * INDEX_ENTRY_SIZE;
+    this.tail.copy(this.tail, 0, bytes, this.tailLen);
+    this.tailLen -= bytes;
+    this.tailBase += drop;
   }
 
   /**
@@ -248,7 +267,7 @@ export class QueueIndex {
     const end = Math.min(this.committed, start + count);
     const out: IndexEntry[] = [];
     let offset = start;
-    while (offset < end && offset < this.persisted) {
+    while (offset < end && offset < this.tailBase) {
       const file = this.fileFor(offset);
       if (!file) {
         // A gap between files (should not happen): skip to the next file.
@@ -257,7 +276,7 @@ export class QueueIndex {
         offset = next.firstOffset;
         continue;
       }
-      const n = Math.min(end, this.persisted, file.firstOffset + file.count) - offset;
+      const n = Math.min(end, this.tailBase, file.firstOffset + file.count) - offset;
       if (n <= 0) break;
       const buf = Buffer.allocUnsafe(n * INDEX_ENTRY_SIZE);
       const at = (offset - file.firstOffset) * INDEX_ENTRY_SIZE;
@@ -267,10 +286,11 @@ export class QueueIndex {
       offset += entries;
       if (entries < n) break;
     }
-    // Entries not yet persisted come from memory (the tail may have shifted while we awaited).
-    offset = Math.max(offset, this.persisted);
+    // The rest comes from memory (the tail may have shifted while we awaited). A short file read
+    // leaves a gap: return what was read, never entries past a gap.
+    if (offset < this.tailBase && offset < end) return out;
     while (offset < end && offset < this.committed) {
-      out.push(decodeEntry(this.tail, (offset - this.persisted) * INDEX_ENTRY_SIZE, offset));
+      out.push(decodeEntry(this.tail, (offset - this.tailBase) * INDEX_ENTRY_SIZE, offset));
       offset++;
     }
     return out;
@@ -332,7 +352,7 @@ export class QueueIndex {
       await this.use(last, (fd) => this.fs.ftruncate(fd, last.count * INDEX_ENTRY_SIZE));
     }
     const dropped = this.nextOffset - keep;
-    this.nextOffset = this.committed = this.persisted = keep;
+    this.nextOffset = this.committed = this.persisted = this.tailBase = keep;
     this.tailLen = 0;
     if (this.files.length === 0 || this.minOffset > keep) this.minOffset = keep;
     this.lastStoreTimestamp =

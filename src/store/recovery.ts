@@ -43,7 +43,12 @@ export interface RecoveryContext {
 }
 
 /** Load the queue indexes found under `root` (entries counted from file sizes). */
-export async function loadQueues(sfs: StoreFs, root: string, entriesPerFile: number): Promise<QueueIndex[]> {
+export async function loadQueues(
+  sfs: StoreFs,
+  root: string,
+  entriesPerFile: number,
+  recentEntries = 0,
+): Promise<QueueIndex[]> {
   await ensureDir(sfs, root);
   const out: QueueIndex[] = [];
   for (const topicDir of await sfs.readdir(root)) {
@@ -52,7 +57,9 @@ export async function loadQueues(sfs: StoreFs, root: string, entriesPerFile: num
     for (const qdir of await sfs.readdir(join(root, topicDir))) {
       const queueId = Number(qdir);
       if (!Number.isInteger(queueId) || !(await sfs.stat(join(root, topicDir, qdir))).isDirectory()) continue;
-      out.push(await QueueIndex.load(topic, queueId, join(root, topicDir, qdir), entriesPerFile, sfs));
+      out.push(
+        await QueueIndex.load(topic, queueId, join(root, topicDir, qdir), entriesPerFile, sfs, recentEntries),
+      );
     }
   }
   return out;

@@ -40,6 +40,11 @@ export interface SegmentLogOptions {
   fs?: StoreFs;
   /** Sealed segments kept open for reads. @defaultValue 32 */
   maxOpenSegments?: number;
+  /**
+   * Bytes of recently written slabs kept in memory after they are durable, so that reads near the
+   * head are served without the thread pool. 0 keeps none. @defaultValue 0
+   */
+  readCacheBytes?: number;
   /** Called (synchronously, before waiters are rejected) when unflushed bytes are discarded after an I/O error. */
   onRollback?: (durableEnd: number) => void;
   /** Called after each batch becomes durable, with the new durable end. */
@@ -104,6 +109,12 @@ export class SegmentLog {
   private slab: Slab | null = null;
   private closedSlabs: Slab[] = [];
   private freeSlabs: Buffer[] = [];
+  /**
+   * Closed slabs whose bytes are all durable, oldest first, kept to serve reads near the head
+   * (`readRecent`). At most `readCacheBytes` of them; evicted ones are recycled.
+   */
+  private cached: Slab[] = [];
+  private cachedBytes = 0;
   private waiters: Waiter[] = [];
   private writePos = 0;
   private durablePos = 0;
@@ -310,6 +321,32 @@ export class SegmentLog {
   }
 
   /**
+   * The durable bytes [position, position + length) copied from memory, if this process still holds
+   * all of them (the slab being filled, slabs waiting for the flusher, and the read cache); otherwise
+   * null, and the caller reads the files. Bytes served here are the very bytes this process encoded
+   * and handed to the file system: they were never read back from a disk.
+   */
+  readRecent(position: number, length: number): Buffer | null {
+    const end = Math.min(position + length, this.durablePos);
+    if (end <= position || position < this.startPosition) return null;
+    const out = Buffer.allocUnsafe(end - position);
+    let at = position;
+    while (at < end) {
+      const slab = this.slabHolding(at);
+      if (!slab) return null;
+      const n = Math.min(end, slab.position + slab.used) - at;
+      slab.buf.copy(out, at - position, at - slab.position, at - slab.position + n);
+      at += n;
+    }
+    return out;
+  }
+
+  /** Bytes held by the read cache (not counting the slabs still being written). */
+  get readCacheSize(): number {
+    return this.cachedBytes;
+  }
+
+  /**
    * Walk valid frames from `from` to the end, calling `onFrame` for each. Stops at the first frame that
    * is torn or fails its checksum, or at a gap between segments.
    */
@@ -364,6 +401,7 @@ export class SegmentLog {
       });
       seg.written = seg.fill = keep;
     }
+    this.dropCache();
     if (quarantined.length > 0) await fsyncDir(sfs, qdir);
     await fsyncDir(sfs, this.opts.dir);
     const last = this.segments.at(-1);
@@ -384,6 +422,7 @@ export class SegmentLog {
       await this.fs.unlink(seg.path);
       removed.push({ base: seg.base, end: seg.base + seg.fill });
     }
+    while (this.cached.length > 0 && this.cached[0]!.position < this.startPosition) this.evictOldest();
     if (removed.length) {
       try {
         await synced(fsyncDir(this.fs, this.opts.dir));
@@ -515,10 +554,53 @@ export class SegmentLog {
       }
       this.durablePos = end;
       if (this.opts.flush === 'sync') this.syncedPos = end;
-      for (const c of chunks) if (c.releasesSlab && c.slab.buf.length === SLAB_SIZE) this.recycle(c.slab.buf);
+      for (const c of chunks) if (c.releasesSlab) this.retire(c.slab);
       this.opts.onDurable?.(end);
       this.releaseWaiters();
     }
+  }
+
+  /** A closed slab all of whose bytes are durable: into the read cache, or back to the pool. */
+  private retire(slab: Slab): void {
+    const budget = this.opts.readCacheBytes ?? 0;
+    if (budget <= 0 || slab.used === 0) {
+      if (slab.buf.length === SLAB_SIZE) this.recycle(slab.buf);
+      return;
+    }
+    this.cached.push(slab);
+    this.cachedBytes += slab.buf.length;
+    while (this.cachedBytes > budget && this.cached.length > 0) this.evictOldest();
+  }
+
+  private evictOldest(): void {
+    const slab = this.cached.shift()!;
+    this.cachedBytes -= slab.buf.length;
+    if (slab.buf.length === SLAB_SIZE) this.recycle(slab.buf);
+  }
+
+  /** Forget the read cache (its slabs are not recycled: nothing must be served from them again). */
+  private dropCache(): void {
+    this.cached = [];
+    this.cachedBytes = 0;
+  }
+
+  /** The slab in memory holding durable byte `position`, if any. */
+  private slabHolding(position: number): Slab | null {
+    if (position >= this.durablePos) return null;
+    const s = this.slab;
+    if (s && position >= s.position && position < s.position + s.used) return s;
+    for (const c of this.closedSlabs) if (position >= c.position && position < c.position + c.used) return c;
+    const cached = this.cached;
+    let lo = 0;
+    let hi = cached.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const c = cached[mid]!;
+      if (position < c.position) hi = mid - 1;
+      else if (position >= c.position + c.used) lo = mid + 1;
+      else return c;
+    }
+    return null;
   }
 
   private recycle(buf: Buffer): void {
@@ -539,6 +621,7 @@ export class SegmentLog {
     const durable = this.durablePos;
     this.slab = null;
     this.closedSlabs = [];
+    this.dropCache();
     this.writePos = durable;
     const dropped: Segment[] = [];
     while (this.segments.length > 1 && this.segments.at(-1)!.base >= durable)

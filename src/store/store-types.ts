@@ -110,6 +110,8 @@ export interface ResolvedStoreOptions {
   diskForceCleanupRatio: number;
   diskRefuseRatio: number;
   verifyChecksumOnRead: boolean;
+  logReadCacheBytes: number;
+  indexReadCacheEntries: number;
   diskUsage: DiskUsageProbe;
   clock: Clock;
   logger: Logger;

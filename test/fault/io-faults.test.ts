@@ -217,6 +217,36 @@ test('out of space also clears after a while when statfs cannot show it (a quota
   });
 });
 
+test('a rollback after a failed write empties the read cache: records written since are read as written', async () => {
+  const clock = new ManualClock(1_700_000_000_000);
+  await withFaultyStore({ clock, logReadCacheBytes: 8 * 1024 * 1024 }, async ({ store, fs }) => {
+    // Enough records (~1.6 MB) to close slabs into the cache.
+    for (let b = 0; b < 15; b++)
+      await store.append(Array.from({ length: 100 }, (_, i) => msg('T', 0, `a${b * 100 + i}`)));
+    const reads = fs.count('read');
+    assert.equal((await readAll(store, 'T', 0)).length, 1500);
+    assert.equal(fs.count('read'), reads, 'records near the head are served from memory');
+
+    const rule = fs.fail({ ops: ['writev'], code: 'EDQUOT', times: 1 });
+    await assert.rejects(
+      store.append([msg('T', 0, 'b0'), msg('T', 0, 'b1')]),
+      (e) => code(e) === Code.TOO_MANY_REQUESTS,
+    );
+    assert.equal(rule.times, 0);
+    await sleep(50); // the log rolls its file back meanwhile
+    clock.advance(10_000);
+    await store.checkDisk();
+    // The next records take the rolled-back ones' positions.
+    await store.append([msg('T', 0, 'c0'), msg('T', 0, 'c1')]);
+    const after = fs.count('read');
+    const first = await store.read('T', 0, 0, { maxCount: 100 }); // in the first slab, cached before
+    assert.deepEqual(first.messages[99]?.messageId, 'a99');
+    assert.ok(fs.count('read') > after, 'what was cached before the rollback is read from the files');
+    const ids = await readAll(store, 'T', 0); // bodies checked against their ids
+    assert.deepEqual(ids.slice(1498), ['a1498', 'a1499', 'c0', 'c1']);
+  });
+});
+
 test('one queue that cannot be written does not stop index persistence for the others', async () => {
   await withFaultyStore({ indexFlushIntervalMs: 20 }, async ({ store, fs, dataDir }) => {
     fs.fail({ ops: ['write'], path: /consumequeue\/Aaa\//, code: 'ENOSPC' });
@@ -231,7 +261,8 @@ test('one queue that cannot be written does not stop index persistence for the o
 });
 
 test('EMFILE at a segment roll does not fail every send forever', async () => {
-  await withFaultyStore({ segmentSize: 4 * 1024 }, async ({ store, fs }) => {
+  // No read cache: the reader below must open every segment's file.
+  await withFaultyStore({ segmentSize: 4 * 1024, logReadCacheBytes: 0 }, async ({ store, fs }) => {
     // Many segments, all read once (a reader touching old data opens their files).
     for (let i = 0; i < 40; i++) await store.append([msg('T', 0, `m${i}`), msg('T', 0, `n${i}`)]);
     assert.ok(store.stats().segments >= 20);

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { QueueIndex } from '../../src/store/queue-index.js';
+import { nodeStoreFs, type StoreFs } from '../../src/store/store-fs.js';
 import { tempDir } from '../helpers.js';
 
 /** Entry i: record at position i*100, stored at time 1000 + 10*i (with a run of equal times). */
@@ -102,6 +103,61 @@ test('retention moves minOffset and deletes whole files; truncation cuts by coun
     assert.equal(q.nextOffset, 20);
     assert.deepEqual(readdirSync(dir.path), ['00000000000000000016.cq']);
     assert.equal(q.add(9000, 9000, 1, 0), 20);
+    await q.close();
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test('a window of recently written entries is read from memory; older ones from the files', async () => {
+  const dir = tempDir();
+  let reads = 0;
+  const counting: StoreFs = {
+    ...nodeStoreFs,
+    read: (...args) => {
+      reads++;
+      return nodeStoreFs.read(...args);
+    },
+  };
+  try {
+    const q = QueueIndex.create('T', 0, dir.path, 8, counting, 8);
+    fill(q, 30);
+    q.commitBelow(Infinity);
+    await q.persist();
+    assert.equal(q.entriesInMemory, 8, 'the window is bounded');
+    assert.deepEqual(
+      (await q.read(22, 100)).map((e) => e.logPosition),
+      [2200, 2300, 2400, 2500, 2600, 2700, 2800, 2900],
+    );
+    assert.equal(reads, 0, 'the newest entries need no index read');
+    const all = await q.read(0, 100);
+    assert.deepEqual(
+      all.map((e) => [e.offset, e.logPosition]),
+      Array.from({ length: 30 }, (_, i) => [i, i * 100]),
+    );
+    assert.ok(reads > 0, 'older entries come from the files');
+    // Entries added, one uncommitted and rolled back: the window moves on, reads stay contiguous.
+    q.add(3000, 5000, 100, 0);
+    q.add(3100, 5001, 100, 0);
+    q.commitBelow(3100);
+    q.rollback();
+    await q.persist();
+    assert.equal(q.entriesInMemory, 8);
+    assert.deepEqual(
+      (await q.read(20, 100)).map((e) => e.offset),
+      Array.from({ length: 11 }, (_, i) => 20 + i),
+    );
+    assert.equal(q.lastStoreTimestamp, 5000);
+    // Recovery's truncation empties the window; reads come from the files and stay right.
+    assert.equal(await q.truncateTo(25), 6);
+    assert.equal(q.entriesInMemory, 0);
+    assert.deepEqual(
+      (await q.read(20, 100)).map((e) => e.logPosition),
+      [2000, 2100, 2200, 2300, 2400],
+    );
+    assert.equal(q.add(7777, 6000, 1, 0), 25);
+    q.commitBelow(Infinity);
+    assert.equal((await q.entryAt(25))!.logPosition, 7777);
     await q.close();
   } finally {
     dir.cleanup();

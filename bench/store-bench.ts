@@ -3,7 +3,8 @@
  *
  * Prints, for 1 KiB records: raw sequential write speed of the disk; append throughput with async
  * flush; with sync flush and 1, 16 and 256 concurrent appenders; sequential read throughput by queue
- * offset; recovery time of a 1 GiB log after kill -9; RSS while the log grows from 1 to 5 GiB.
+ * offset (cold, after a reopen) and of the newest records (a consumer keeping up: the read cache);
+ * recovery time of a 1 GiB log after kill -9; RSS while the log grows from 1 to 5 GiB.
  * Needs about 7 GiB free under .bench-data/ (removed afterwards).
  */
 import { createWriteStream, rmSync, mkdirSync, openSync, fsyncSync, closeSync } from 'node:fs';
@@ -43,6 +44,15 @@ function message(): MessageInput {
     tag: 'TagA',
     keys: [`order-${n}`],
   };
+}
+
+/**
+ * Process CPU time (every thread: the file system's thread pool too) per record since `since`.
+ * Unlike a rate, it hardly moves when other work shares the machine.
+ */
+function cpuPerRecord(since: NodeJS.CpuUsage, records: number): string {
+  const u = process.cpuUsage(since);
+  return `${((u.user + u.system) / records).toFixed(2)} µs CPU/rec`;
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -139,6 +149,8 @@ async function readBenchmarks(dir: string): Promise<void> {
     const queues = [0, 1, 2, 3, 4, 5, 6, 7];
     let records = 0;
     let bytes = 0;
+    globalThis.gc?.(); // the append phase's garbage is not the reads'
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
@@ -157,11 +169,52 @@ async function readBenchmarks(dir: string): Promise<void> {
     const s = (performance.now() - t0) / 1000;
     report(
       `sequential read by offset, ${concurrency} reader(s), ${maxCount}/read`,
-      `${fmt(records / s)} rec/s, ${mbps(bytes, s)} of bodies`,
+      `${fmt(records / s)} rec/s, ${mbps(bytes, s)} of bodies, ${cpuPerRecord(cpu0, records)}`,
     );
   }
   await store.close();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * A consumer that keeps up reads what was just written: re-read the newest ~13 MB (within the
+ * default 16 MiB log read cache) without reopening the store, with the caches on and off.
+ */
+async function headReadBenchmark(): Promise<void> {
+  const total = 12_000;
+  const passes = quick ? 20 : 50;
+  for (const [label, caches] of [
+    ['read caches on (default)', {}],
+    ['read caches off', { logReadCacheBytes: 0, indexReadCacheEntries: 0 }],
+  ] as const) {
+    const dir = freshDir('head');
+    const store = await MessageStore.open({ dataDir: dir, flush: 'async', ...caches });
+    await appendRun(store, total, 4, 128);
+    let records = 0;
+    let bytes = 0;
+    globalThis.gc?.(); // the append phase's garbage is not the reads'
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let p = 0; p < passes; p++) {
+      for (let q = 0; q < 8; q++) {
+        let offset = 0;
+        for (;;) {
+          const r = await store.read('BenchTopic', q, offset, { maxCount: 256, maxBytes: 256 * 1200 });
+          if (r.messages.length === 0) break;
+          records += r.messages.length;
+          for (const m of r.messages) bytes += m.body.length;
+          offset = r.nextOffset;
+        }
+      }
+    }
+    const s = (performance.now() - t0) / 1000;
+    report(
+      `read of the newest 12,000 records, 1 reader, 256/read, ${label}`,
+      `${fmt(records / s)} rec/s, ${mbps(bytes, s)} of bodies, ${cpuPerRecord(cpu0, records)}`,
+    );
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Start the child, wait for `DONE`, kill -9 it; returns the progress lines. */
@@ -217,11 +270,23 @@ async function memoryBenchmark(): Promise<void> {
 
 mkdirSync(ROOT, { recursive: true });
 console.log(`Vela storage benchmark — node ${process.version}${quick ? ' (quick)' : ''}\n`);
-const raw = await rawDiskWrite();
-const dir = await appendBenchmarks();
-await readBenchmarks(dir);
-await recoveryBenchmark();
-await memoryBenchmark();
+let raw = 0;
+if (process.argv.includes('--reads')) {
+  // Reads only (iterating on the read path): the data of the async append run, then the reads.
+  const dir = freshDir('async');
+  const store = await MessageStore.open({ dataDir: dir, flush: 'async' });
+  await appendRun(store, quick ? 200_000 : 1_000_000, 4, 128);
+  await store.close();
+  await readBenchmarks(dir);
+  await headReadBenchmark();
+} else {
+  raw = await rawDiskWrite();
+  const dir = await appendBenchmarks();
+  await readBenchmarks(dir);
+  await headReadBenchmark();
+  await recoveryBenchmark();
+  await memoryBenchmark();
+}
 rmSync(ROOT, { recursive: true, force: true });
-console.log(`\nraw disk write speed: ${mbps(raw, 1)}\n\n| measurement | result |\n| --- | --- |`);
+console.log(`\n${raw ? `raw disk write speed: ${mbps(raw, 1)}\n\n` : ''}| measurement | result |\n| --- | --- |`);
 for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);

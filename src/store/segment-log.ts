@@ -329,11 +329,18 @@ export class SegmentLog {
   readRecent(position: number, length: number): Buffer | null {
     const end = Math.min(position + length, this.durablePos);
     if (end <= position || position < this.startPosition) return null;
+    const first = this.slabHolding(position);
+    if (!first) return null; // the common miss: answered before allocating anything
+    const slabs = [first];
+    for (let at = first.position + first.used; at < end; ) {
+      const next = this.slabHolding(at);
+      if (!next) return null;
+      slabs.push(next);
+      at = next.position + next.used;
+    }
     const out = Buffer.allocUnsafe(end - position);
     let at = position;
-    while (at < end) {
-      const slab = this.slabHolding(at);
-      if (!slab) return null;
+    for (const slab of slabs) {
       const n = Math.min(end, slab.position + slab.used) - at;
       slab.buf.copy(out, at - position, at - slab.position, at - slab.position + n);
       at += n;

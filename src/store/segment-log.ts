@@ -332,7 +332,7 @@ export class SegmentLog {
     const first = this.slabHolding(position);
     if (!first) return null; // the common miss: answered before allocating anything
     const slabs = [first];
-    for (let at = first.position + first.used; at < end; ) {
+    for (let at = first.position + first.used; at < end;) {
       const next = this.slabHolding(at);
       if (!next) return null;
       slabs.push(next);

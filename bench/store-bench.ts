@@ -288,5 +288,7 @@ if (process.argv.includes('--reads')) {
   await memoryBenchmark();
 }
 rmSync(ROOT, { recursive: true, force: true });
-console.log(`\n${raw ? `raw disk write speed: ${mbps(raw, 1)}\n\n` : ''}| measurement | result |\n| --- | --- |`);
+console.log(
+  `\n${raw ? `raw disk write speed: ${mbps(raw, 1)}\n\n` : ''}| measurement | result |\n| --- | --- |`,
+);
 for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);

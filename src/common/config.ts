@@ -89,7 +89,7 @@ export const STORE_SCHEMA = {
     'bytes',
   ),
   indexReadCacheEntries: num(
-    1024,
+    256,
     'recently written queue-index entries kept in memory per queue (24 bytes each), so consumers near the head need no index read (0: none)',
     'count',
   ),

@@ -12,9 +12,10 @@
  * of the broker's time under consumption) it is one call on a cipher object kept per (topic, group).
  * ECB without padding keeps no state between whole blocks, so the object is reused for every handle.
  * Version 1 handles (HMAC-SHA256 over the payload, topic and group), issued before an upgrade, are
- * still accepted.
+ * still accepted. MACs are compared in constant time (`timingSafeEqual`), so response timing tells a
+ * forger nothing about how many bytes of a guess were right.
  */
-import { createCipheriv, createHmac, randomBytes, type Cipher } from 'node:crypto';
+import { createCipheriv, createHmac, randomBytes, timingSafeEqual, type Cipher } from 'node:crypto';
 import { join } from 'node:path';
 import { readFileIfExists, writeFileAtomic } from '../store/atomic-file.js';
 import { VelaError } from '../common/errors.js';
@@ -130,12 +131,13 @@ export class ReceiptHandles {
       if (!buf) continue;
       let ok: boolean;
       if (buf[0] === V2) {
-        ok = macs!.compare(buf, LENGTH - MAC, LENGTH, k * V2_BLOCK, k * V2_BLOCK + MAC) === 0;
+        ok = timingSafeEqual(macs!.subarray(k * V2_BLOCK, k * V2_BLOCK + MAC), buf.subarray(LENGTH - MAC));
         k++;
       } else {
-        ok = this.macV1(buf.subarray(0, V1_PAYLOAD), topic, group)
-          .subarray(0, MAC)
-          .equals(buf.subarray(LENGTH - MAC));
+        ok = timingSafeEqual(
+          this.macV1(buf.subarray(0, V1_PAYLOAD), topic, group).subarray(0, MAC),
+          buf.subarray(LENGTH - MAC),
+        );
       }
       out[i] = ok
         ? { queueId: buf.readUInt32BE(1), offset: buf.readDoubleBE(5), nonce: buf.readUInt32BE(13) }
@@ -160,7 +162,7 @@ export class ReceiptHandles {
       buf[0] === V2
         ? this.cipherFor(topic, group).update(buf.subarray(1, 1 + V2_BLOCK))
         : this.macV1(buf.subarray(0, V1_PAYLOAD), topic, group);
-    if (!expected.subarray(0, MAC).equals(buf.subarray(LENGTH - MAC))) {
+    if (!timingSafeEqual(expected.subarray(0, MAC), buf.subarray(LENGTH - MAC))) {
       throw new VelaError(
         'INVALID_RECEIPT_HANDLE',
         'receipt handle does not belong to this topic and consumer group',

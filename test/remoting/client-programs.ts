@@ -9,6 +9,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
+import { closeAll, startTestBroker, use, type TestBroker } from '../support/harness.js';
+import { tempDir } from '../helpers.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const root = resolve(here, '../..');
@@ -372,5 +375,36 @@ export async function startJava(home: string, args: string[]): Promise<RunningPr
       await exit;
       clearTimeout(timer);
     },
+  };
+}
+
+/**
+ * What every Java-client test file starts with: the Java programs built (before any test's clock
+ * starts), one broker, and a scratch home for the Java clients; all closed after the file.
+ */
+export function javaBrokerSuite(
+  homePrefix: string,
+  options?: Parameters<typeof startTestBroker>[0],
+): { readonly broker: TestBroker; readonly home: string; ns(): string } {
+  let b: TestBroker | undefined;
+  const home = tempDir(homePrefix);
+  before(async () => {
+    await javaClasspath();
+    b = use(await startTestBroker(options));
+  });
+  after(async () => {
+    await closeAll();
+    home.cleanup();
+  });
+  const broker = (): TestBroker => {
+    if (!b) throw new Error('the suite broker is not started yet (use it inside tests)');
+    return b;
+  };
+  return {
+    get broker() {
+      return broker();
+    },
+    home: home.path,
+    ns: () => `127.0.0.1:${broker().running.remotingPort}`,
   };
 }

@@ -5,36 +5,25 @@
  * and a gRPC consumer in another. The Dashboard application itself is not run here (it is not
  * published to Maven Central).
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimpleConsumer } from '../../src/index.js';
-import { startTestBroker, uniqueName, closeAll, use, waitFor, type TestBroker } from '../support/harness.js';
-import { tempDir } from '../helpers.js';
-import { javaClasspath, runJava, runJavaMain, startJava, type ProgramEvent } from './client-programs.js';
+import { uniqueName, use, waitFor } from '../support/harness.js';
+import { javaBrokerSuite, runJava, runJavaMain, startJava, type ProgramEvent } from './client-programs.js';
 
-let b: TestBroker;
-const home = tempDir('vela-dashboard-home-');
-const ns = () => `127.0.0.1:${b.running.remotingPort}`;
-
-before(async () => {
-  await javaClasspath();
-  b = use(await startTestBroker());
-});
-after(async () => {
-  await closeAll();
-  home.cleanup();
-});
+const suite = javaBrokerSuite('vela-dashboard-home-');
+const ns = suite.ns;
 
 describe('what the Dashboard calls', () => {
   test('cluster, topic, consumer, producer, message and DLQ pages', async () => {
-    const broker = b.running.broker;
+    const broker = suite.broker.running.broker;
     const topic = uniqueName('T');
     const group = uniqueName('G');
     const grpcGroup = uniqueName('GG');
     await broker.topics.upsert(topic, { readQueueNums: 4, writeQueueNums: 4 });
     await broker.groups.upsert(group, {});
     await broker.groups.upsert(grpcGroup, {});
-    const sent = (await runJava(home.path, ['send', ns(), topic, '4', 'TagS'])).filter(
+    const sent = (await runJava(suite.home, ['send', ns(), topic, '4', 'TagS'])).filter(
       (e) => e.event === 'sent',
     );
     assert.equal(sent.length, 4);
@@ -42,7 +31,7 @@ describe('what the Dashboard calls', () => {
     // A gRPC consumer group that has consumed everything.
     const grpc = use(
       new SimpleConsumer({
-        endpoints: b.endpoints,
+        endpoints: suite.broker.endpoints,
         group: grpcGroup,
         subscriptions: { [topic]: '*' },
         awaitDurationMs: 500,
@@ -65,7 +54,7 @@ describe('what the Dashboard calls', () => {
     );
     const dlqMsgId = original!.messageId;
 
-    const consumer = await startJava(home.path, ['serve', ns(), topic, group]);
+    const consumer = await startJava(suite.home, ['serve', ns(), topic, group]);
     let calls: ProgramEvent[];
     try {
       const clientId = (await consumer.next((e) => e.event === 'ready')).clientId as string;
@@ -78,7 +67,7 @@ describe('what the Dashboard calls', () => {
         [0, 1, 2, 3].reduce((n, q) => n + (broker.offsets.get(group, topic, q)?.offset ?? 0), 0);
       await waitFor(() => committed() === 4, 30_000);
       const ev = await runJavaMain(
-        home.path,
+        suite.home,
         'VelaDashboardCalls',
         [ns(), topic, group, grpcGroup, clientId, sent[1]!.msgId as string, 'x-2', dlqMsgId],
         120_000,

@@ -4,36 +4,25 @@
  * DefaultMQPushConsumer (concurrent and orderly, clustering and broadcasting, RECONSUME_LATER
  * retries, DLQ) and DefaultLitePullConsumer (subscribe with rebalance; assign + seek).
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
-import { tempDir } from '../helpers.js';
+import { uniqueName } from '../support/harness.js';
 import { decodeOffsetMessageId } from '../../src/remoting/message-codec.js';
 import { AdminOperations } from '../../src/admin/operations.js';
-import { javaClasspath, runJava, type ProgramEvent } from './client-programs.js';
+import { javaBrokerSuite, runJava, type ProgramEvent } from './client-programs.js';
 
-let b: TestBroker;
-const home = tempDir('vela-java-home-');
-const ns = () => `127.0.0.1:${b.running.remotingPort}`;
-
-before(async () => {
-  await javaClasspath(); // build (or find cached) before the clock of any test starts
-  b = use(await startTestBroker());
-});
-after(async () => {
-  await closeAll();
-  home.cleanup();
-});
+const suite = javaBrokerSuite('vela-java-home-');
+const ns = suite.ns;
 
 async function setup(queues = 4) {
   const topic = uniqueName('T');
   const group = uniqueName('G');
-  await b.running.broker.topics.upsert(topic, { readQueueNums: queues, writeQueueNums: queues });
-  await b.running.broker.groups.upsert(group, {});
+  await suite.broker.running.broker.topics.upsert(topic, { readQueueNums: queues, writeQueueNums: queues });
+  await suite.broker.running.broker.groups.upsert(group, {});
   return { topic, group };
 }
 
-const java = (...args: string[]) => runJava(home.path, args);
+const java = (...args: string[]) => runJava(suite.home, args);
 const of = (events: ProgramEvent[], event: string, filter: Record<string, unknown> = {}) =>
   events.filter((e) => e.event === event && Object.entries(filter).every(([k, v]) => e[k] === v));
 const bodies = (events: ProgramEvent[]) => events.map((e) => e.body as string);
@@ -49,7 +38,7 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
     for (const r of sent.filter((s) => s.kind !== 'oneway')) assert.equal(r.status, 'SEND_OK');
     // msgId is the client's UNIQ_KEY, which the broker stores as the message id; offsetMsgId is ours.
     const sync = of(ev, 'sent', { kind: 'sync' })[0]!;
-    const [stored] = await b.running.broker.findMessageById(sync.msgId as string);
+    const [stored] = await suite.broker.running.broker.findMessageById(sync.msgId as string);
     assert.equal(stored?.body.toString(), 'sync 0');
     assert.equal(stored?.tag, 'TagA');
     assert.deepEqual(stored?.keys, ['sync-0']);
@@ -72,7 +61,10 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
       q1,
       [...q1].sort((x, y) => x - y),
     );
-    const total = [0, 1, 2, 3].reduce((n, q) => n + b.running.broker.queueState(topic, q).maxOffset, 0);
+    const total = [0, 1, 2, 3].reduce(
+      (n, q) => n + suite.broker.running.broker.queueState(topic, q).maxOffset,
+      0,
+    );
     assert.equal(total, 3 + 3 + 3 + 3 + 8);
   });
 
@@ -91,7 +83,7 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
       assert.equal((m.properties as Record<string, string>).origin, 'java');
     }
     // Offsets were committed to the broker.
-    const committed = b.running.broker.offsets.list(group, topic);
+    const committed = suite.broker.running.broker.offsets.list(group, topic);
     assert.ok(committed.length > 0);
   });
 
@@ -113,7 +105,7 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
     }
     assert.ok(Date.now() - t0 >= 1000);
     assert.equal(
-      b.running.broker.queueState(`%RETRY%${group}`, 0).maxOffset,
+      suite.broker.running.broker.queueState(`%RETRY%${group}`, 0).maxOffset,
       2,
       'delay level 1 → retry queue 0',
     );
@@ -124,7 +116,7 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
     const ev = await java('push', ns(), topic, group, 'dlq');
     const got = of(ev, 'received');
     assert.equal(got.length, 4, `two deliveries each, no third: ${JSON.stringify(bodies(got))}`);
-    const dead = (await b.running.broker.deadLetters(group)).messages;
+    const dead = (await suite.broker.running.broker.deadLetters(group)).messages;
     assert.deepEqual(dead.map((m) => m.body.toString()).sort(), ['retry 0', 'retry 1']);
     assert.equal(dead[0]!.properties.DLQ_ORIGIN_TOPIC, topic);
     assert.equal(dead[0]!.messageId, got.find((m) => m.body === dead[0]!.body.toString())!.msgId);
@@ -133,7 +125,7 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
   test('resendDlqMsg: dead letters of a Remoting group come back through %RETRY%<group>, same msgId', async () => {
     const { topic, group } = await setup(2);
     const first = of(await java('push', ns(), topic, group, 'dlq'), 'received');
-    const broker = b.running.broker;
+    const broker = suite.broker.running.broker;
     assert.equal((await broker.deadLetters(group)).messages.length, 2);
     // The group has read everything (its offsets may not have been committed before the JVM exited).
     for (const t of [topic, `%RETRY%${group}`]) await broker.resetOffset(group, t, { offset: 1e9 });
@@ -166,7 +158,7 @@ describe('Java rocketmq-client over Remoting', { concurrency: 2 }, () => {
       );
     }
     // The client took queue locks (LOCK_BATCH_MQ); they were released at shutdown (UNLOCK_BATCH_MQ).
-    assert.equal(b.running.broker.queueLocks.hasLocks(group), false);
+    assert.equal(suite.broker.running.broker.queueLocks.hasLocks(group), false);
   });
 
   test('broadcasting push consumers each receive every message', async () => {

@@ -4,28 +4,17 @@
  * `flag` is kept and delivered to Remoting consumers (and not shown to gRPC ones). A batch with one
  * invalid message is refused whole.
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimpleConsumer } from '../../src/index.js';
 import { encodeProperties } from '../../src/remoting/message-codec.js';
 import { ResponseCode } from '../../src/remoting/codes.js';
-import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
-import { tempDir } from '../helpers.js';
-import { javaClasspath, runJava, type ProgramEvent } from './client-programs.js';
+import { uniqueName, use } from '../support/harness.js';
+import { javaBrokerSuite, runJava, type ProgramEvent } from './client-programs.js';
 import { RawRemotingClient } from './raw-client.js';
 
-let b: TestBroker;
-const home = tempDir('vela-java-compress-home-');
-const ns = () => `127.0.0.1:${b.running.remotingPort}`;
-
-before(async () => {
-  await javaClasspath();
-  b = use(await startTestBroker());
-});
-after(async () => {
-  await closeAll();
-  home.cleanup();
-});
+const suite = javaBrokerSuite('vela-java-compress-home-');
+const ns = suite.ns;
 
 /** The bodies the `compressed` scenario sends: two of 2000 lines (compressed), one of one line. */
 function expectedBody(type: string, i: number): string {
@@ -37,7 +26,7 @@ function expectedBody(type: string, i: number): string {
 async function receiveGrpc(topic: string, n: number) {
   const c = use(
     new SimpleConsumer({
-      endpoints: b.endpoints,
+      endpoints: suite.broker.endpoints,
       group: uniqueName('GG'),
       subscriptions: { [topic]: '*' },
       awaitDurationMs: 1000,
@@ -59,9 +48,9 @@ describe('compressed bodies and flags from the Java client', { concurrency: 2 },
     test(`${type}: stored plain, consumed over Remoting and over gRPC, flags kept`, async () => {
       const topic = uniqueName('T');
       const group = uniqueName('G');
-      await b.running.broker.topics.upsert(topic, { readQueueNums: 2, writeQueueNums: 2 });
-      await b.running.broker.groups.upsert(group, {});
-      const ev: ProgramEvent[] = await runJava(home.path, ['compressed', ns(), topic, group, type]);
+      await suite.broker.running.broker.topics.upsert(topic, { readQueueNums: 2, writeQueueNums: 2 });
+      await suite.broker.running.broker.groups.upsert(group, {});
+      const ev: ProgramEvent[] = await runJava(suite.home, ['compressed', ns(), topic, group, type]);
       const sent = ev.filter((e) => e.event === 'sent');
       assert.equal(sent.length, 3);
       for (const s of sent) assert.equal(s.status, 'SEND_OK');
@@ -77,7 +66,7 @@ describe('compressed bodies and flags from the Java client', { concurrency: 2 },
       }
       // Stored inflated: what a gRPC consumer gets is the plain body, with no internal property.
       for (let i = 0; i < 2; i++) {
-        const [stored] = await b.running.broker.findMessageById(sent[i]!.msgId as string);
+        const [stored] = await suite.broker.running.broker.findMessageById(sent[i]!.msgId as string);
         assert.equal(stored?.body.toString(), expectedBody(type, i));
       }
       const grpc = await receiveGrpc(topic, 3);
@@ -91,7 +80,7 @@ describe('compressed bodies and flags from the Java client', { concurrency: 2 },
 
   test('a batch with one invalid message stores none of it and answers the first error', async () => {
     const topic = uniqueName('T');
-    await b.running.broker.topics.upsert(topic, { readQueueNums: 1, writeQueueNums: 1 });
+    await suite.broker.running.broker.topics.upsert(topic, { readQueueNums: 1, writeQueueNums: 1 });
     const record = (body: string, props: Record<string, string>, flag = 0) => {
       const bodyBuf = Buffer.from(body);
       const propBuf = Buffer.from(encodeProperties(props));
@@ -105,7 +94,7 @@ describe('compressed bodies and flags from the Java client', { concurrency: 2 },
       propBuf.copy(r, 22 + bodyBuf.length);
       return r;
     };
-    const c = await RawRemotingClient.connect(b.running.remotingPort!);
+    const c = await RawRemotingClient.connect(suite.broker.running.remotingPort!);
     try {
       const header = {
         a: 'PG',
@@ -132,7 +121,11 @@ describe('compressed bodies and flags from the Java client', { concurrency: 2 },
       );
       assert.equal(bad.code, ResponseCode.MESSAGE_ILLEGAL);
       assert.match(bad.remark ?? '', /empty/i, 'the first error');
-      assert.equal(b.running.broker.queueState(topic, 0).maxOffset, 0, 'nothing of the batch stored');
+      assert.equal(
+        suite.broker.running.broker.queueState(topic, 0).maxOffset,
+        0,
+        'nothing of the batch stored',
+      );
 
       const good = await c.request(
         320,
@@ -143,9 +136,9 @@ describe('compressed bodies and flags from the Java client', { concurrency: 2 },
         ]),
       );
       assert.equal(good.code, ResponseCode.SUCCESS);
-      assert.equal(b.running.broker.queueState(topic, 0).maxOffset, 2);
+      assert.equal(suite.broker.running.broker.queueState(topic, 0).maxOffset, 2);
       const group = uniqueName('G');
-      await b.running.broker.groups.upsert(group, {});
+      await suite.broker.running.broker.groups.upsert(group, {});
       const pulled = await c.request(11, {
         consumerGroup: group,
         topic,

@@ -5,31 +5,22 @@
  * TransactionMQProducer's half messages are committed and rolled back by END_TRANSACTION, and
  * orphaned ones are resolved by its checker through CHECK_TRANSACTION_STATE.
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimpleConsumer, type MessageView } from '../../src/index.js';
-import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
-import { tempDir } from '../helpers.js';
-import { javaClasspath, runJava, type ProgramEvent } from './client-programs.js';
+import { uniqueName, use } from '../support/harness.js';
+import { javaBrokerSuite, runJava, type ProgramEvent } from './client-programs.js';
 
-let b: TestBroker;
-const home = tempDir('vela-java-special-home-');
-const ns = () => `127.0.0.1:${b.running.remotingPort}`;
-
-before(async () => {
-  await javaClasspath();
-  b = use(await startTestBroker({ transaction: { checkTimeoutMs: 1500, checkIntervalMs: 1000 } }));
+const suite = javaBrokerSuite('vela-java-special-home-', {
+  transaction: { checkTimeoutMs: 1500, checkIntervalMs: 1000 },
 });
-after(async () => {
-  await closeAll();
-  home.cleanup();
-});
+const ns = suite.ns;
 
 async function setup() {
   const topic = uniqueName('T');
   const group = uniqueName('G');
-  await b.running.broker.topics.upsert(topic, { readQueueNums: 2, writeQueueNums: 2 });
-  await b.running.broker.groups.upsert(group, {});
+  await suite.broker.running.broker.topics.upsert(topic, { readQueueNums: 2, writeQueueNums: 2 });
+  await suite.broker.running.broker.groups.upsert(group, {});
   return { topic, group };
 }
 
@@ -53,10 +44,10 @@ describe('delay and transactional messages over Remoting (Java client)', { concu
   test('delay levels and TIMER_* properties: delivered at their time to Remoting and gRPC consumers', async () => {
     const { topic, group } = await setup();
     const grpcGroup = uniqueName('G');
-    await b.running.broker.groups.upsert(grpcGroup, {});
+    await suite.broker.running.broker.groups.upsert(grpcGroup, {});
     const grpc = use(
       new SimpleConsumer({
-        endpoints: b.endpoints,
+        endpoints: suite.broker.endpoints,
         group: grpcGroup,
         subscriptions: { [topic]: '*' },
         awaitDurationMs: 1000,
@@ -78,7 +69,7 @@ describe('delay and transactional messages over Remoting (Java client)', { concu
 
     let ev: ProgramEvent[];
     try {
-      ev = await runJava(home.path, ['delay', ns(), topic, group]);
+      ev = await runJava(suite.home, ['delay', ns(), topic, group]);
       const until = Date.now() + 15_000;
       while (grpcGot.length < 6 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     } finally {
@@ -128,7 +119,7 @@ describe('delay and transactional messages over Remoting (Java client)', { concu
     }
 
     // Level 19 is above the highest level: clamped to 18 (2 h), so it still waits on the timer.
-    const status = await b.running.broker.timer.status(topic);
+    const status = await suite.broker.running.broker.timer.status(topic);
     assert.equal(status.scheduled, 1);
     const due = status.nextDueAt! - (sent.get('level-19')!.before as number);
     assert.ok(
@@ -139,7 +130,7 @@ describe('delay and transactional messages over Remoting (Java client)', { concu
 
   test('TransactionMQProducer: commit, rollback, and unknown states resolved by the checker', async () => {
     const { topic, group } = await setup();
-    const ev = await runJava(home.path, ['transaction', ns(), topic, group]);
+    const ev = await runJava(suite.home, ['transaction', ns(), topic, group]);
     const sent = new Map(of(ev, 'sent').map((s) => [s.kind as string, s]));
     assert.equal(sent.get('commit')?.localState, 'COMMIT_MESSAGE');
     assert.equal(sent.get('rollback')?.localState, 'ROLLBACK_MESSAGE');
@@ -179,8 +170,8 @@ describe('delay and transactional messages over Remoting (Java client)', { concu
     }
 
     // Nothing is left open; the topic holds exactly the two committed messages.
-    assert.equal(b.running.broker.transactions.status(topic).length, 0);
-    const stored = [0, 1].reduce((n, q) => n + b.running.broker.queueState(topic, q).maxOffset, 0);
+    assert.equal(suite.broker.running.broker.transactions.status(topic).length, 0);
+    const stored = [0, 1].reduce((n, q) => n + suite.broker.running.broker.queueState(topic, q).maxOffset, 0);
     assert.equal(stored, 2);
   });
 });

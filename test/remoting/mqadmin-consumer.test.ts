@@ -4,31 +4,20 @@
  * Java push consumer; and, with raw frames, the relayed answer, the time-out and a client that is
  * gone or speaks gRPC.
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimpleConsumer } from '../../src/index.js';
 import { RemotingEndpoint } from '../../src/remoting/remoting-server.js';
 import { RequestCode, ResponseCode } from '../../src/remoting/codes.js';
 import { Flag } from '../../src/remoting/frame.js';
 import { silentLogger } from '../../src/common/logger.js';
-import { startTestBroker, uniqueName, closeAll, use, waitFor, type TestBroker } from '../support/harness.js';
-import { tempDir } from '../helpers.js';
-import { javaClasspath, runJava, runMqadmin, startJava } from './client-programs.js';
+import { uniqueName, use, waitFor } from '../support/harness.js';
+import { javaBrokerSuite, runJava, runMqadmin, startJava } from './client-programs.js';
 import { RawRemotingClient } from './raw-client.js';
 
-let b: TestBroker;
-const home = tempDir('vela-mqadmin-consumer-home-');
-const ns = () => `127.0.0.1:${b.running.remotingPort}`;
-const mqadmin = (...args: string[]) => runMqadmin(home.path, [...args, '-n', ns()]);
-
-before(async () => {
-  await javaClasspath();
-  b = use(await startTestBroker());
-});
-after(async () => {
-  await closeAll();
-  home.cleanup();
-});
+const suite = javaBrokerSuite('vela-mqadmin-consumer-home-');
+const ns = suite.ns;
+const mqadmin = (...args: string[]) => runMqadmin(suite.home, [...args, '-n', ns()]);
 
 function heartbeat(clientId: string, group: string, topic: string): Buffer {
   return Buffer.from(
@@ -55,12 +44,12 @@ describe('the broker calling a consumer', { concurrency: false }, () => {
   test('mqadmin consumerStatus and queryMsgById -g -d against a running Java push consumer', async () => {
     const topic = uniqueName('T');
     const group = uniqueName('G');
-    await b.running.broker.topics.upsert(topic, { readQueueNums: 2, writeQueueNums: 2 });
-    await b.running.broker.groups.upsert(group, {});
-    const sent = (await runJava(home.path, ['send', ns(), topic, '2', 'TagS'])).filter(
+    await suite.broker.running.broker.topics.upsert(topic, { readQueueNums: 2, writeQueueNums: 2 });
+    await suite.broker.running.broker.groups.upsert(group, {});
+    const sent = (await runJava(suite.home, ['send', ns(), topic, '2', 'TagS'])).filter(
       (e) => e.event === 'sent',
     );
-    const consumer = await startJava(home.path, ['serve', ns(), topic, group]);
+    const consumer = await startJava(suite.home, ['serve', ns(), topic, group]);
     try {
       const clientId = (await consumer.next((e) => e.event === 'ready')).clientId as string;
       await waitFor(() => consumer.events.filter((e) => e.event === 'received').length === 2, 60_000);
@@ -112,9 +101,9 @@ describe('the broker calling a consumer', { concurrency: false }, () => {
   test('a consumer that answers, one that does not (CONSUME_MSG_TIMEOUT), one that leaves mid-call', async () => {
     const topic = uniqueName('T');
     const group = uniqueName('G');
-    await b.running.broker.topics.upsert(topic, { readQueueNums: 1, writeQueueNums: 1 });
-    await b.running.broker.groups.upsert(group, {});
-    const endpoint = await RemotingEndpoint.start(b.running.broker, {
+    await suite.broker.running.broker.topics.upsert(topic, { readQueueNums: 1, writeQueueNums: 1 });
+    await suite.broker.running.broker.groups.upsert(group, {});
+    const endpoint = await RemotingEndpoint.start(suite.broker.running.broker, {
       host: '127.0.0.1',
       port: 0,
       autoCreateTopics: false,
@@ -178,14 +167,14 @@ describe('the broker calling a consumer', { concurrency: false }, () => {
       assert.match(unknown.remark ?? '', /not online/);
       const grpc = use(
         new SimpleConsumer({
-          endpoints: b.endpoints,
+          endpoints: suite.broker.endpoints,
           group,
           subscriptions: { [topic]: '*' },
           awaitDurationMs: 500,
         }),
       );
       await grpc.start();
-      const grpcId = b.running.broker.sessions.list({ group })[0]!.clientId;
+      const grpcId = suite.broker.running.broker.sessions.list({ group })[0]!.clientId;
       const refused = await admin.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, {
         consumerGroup: group,
         clientId: grpcId,

@@ -3,16 +3,14 @@
  * cluster commands: updateTopic (with -a +message.type=FIFO), topicRoute, topicList, topicStatus,
  * clusterList, brokerStatus. Group commands: mqadmin-groups.test.ts.
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
-import { tempDir } from '../helpers.js';
-import { javaClasspath, runMqadmin } from './client-programs.js';
+import { uniqueName } from '../support/harness.js';
+import { javaBrokerSuite, runMqadmin } from './client-programs.js';
 
-let b: TestBroker;
-const home = tempDir('vela-mqadmin-home-');
-const ns = () => `127.0.0.1:${b.running.remotingPort}`;
-const mqadmin = (...args: string[]) => runMqadmin(home.path, [...args, '-n', ns()]);
+const suite = javaBrokerSuite('vela-mqadmin-home-');
+const ns = suite.ns;
+const mqadmin = (...args: string[]) => runMqadmin(suite.home, [...args, '-n', ns()]);
 /** Rows of a table mqadmin printed: whitespace-separated cells of the lines that start with `first`. */
 const rows = (out: string, first: string) =>
   out
@@ -22,14 +20,8 @@ const rows = (out: string, first: string) =>
 
 let topic: string;
 
-before(async () => {
-  await javaClasspath();
-  b = use(await startTestBroker());
+before(() => {
   topic = uniqueName('T');
-});
-after(async () => {
-  await closeAll();
-  home.cleanup();
 });
 
 describe('mqadmin topic commands', { concurrency: false }, () => {
@@ -40,12 +32,12 @@ describe('mqadmin topic commands', { concurrency: false }, () => {
       mqadmin('updateTopic', '-c', 'DefaultCluster', '-t', fifo, '-a', '+message.type=FIFO'),
     ]);
     assert.match(out, /create topic to 127\.0\.0\.1:\d+ success/);
-    const t = b.running.broker.topics.get(topic)!;
+    const t = suite.broker.running.broker.topics.get(topic)!;
     assert.deepEqual([t.readQueueNums, t.writeQueueNums, t.messageType], [4, 4, 'NORMAL']);
     assert.match(fifoOut, /success/);
-    assert.equal(b.running.broker.topics.get(fifo)?.messageType, 'FIFO');
+    assert.equal(suite.broker.running.broker.topics.get(fifo)?.messageType, 'FIFO');
     // Four messages for topicStatus, one per queue.
-    const results = await b.running.broker.produce.send(
+    const results = await suite.broker.running.broker.produce.send(
       [0, 1, 2, 3].map((q) => ({
         topic,
         messageId: `M${q}${Date.now()}`,
@@ -58,11 +50,11 @@ describe('mqadmin topic commands', { concurrency: false }, () => {
 
   test('topicRoute points at the endpoint; topicList lists topics and every group as %RETRY%<group>', async () => {
     const group = uniqueName('G');
-    await b.running.broker.groups.upsert(group, {});
+    await suite.broker.running.broker.groups.upsert(group, {});
     const [route, list] = await Promise.all([mqadmin('topicRoute', '-t', topic), mqadmin('topicList')]);
     assert.match(route, /"brokerName":"broker-0"/);
     assert.match(route, /"readQueueNums":4/);
-    assert.match(route, new RegExp(`"127\\.0\\.0\\.1:${b.running.remotingPort}"`));
+    assert.match(route, new RegExp(`"127\\.0\\.0\\.1:${suite.broker.running.remotingPort}"`));
     const names = list.split('\n').map((l) => l.trim());
     assert.ok(names.includes(topic));
     assert.ok(names.includes(`%RETRY%${group}`), 'a group without any consumer yet is listed too');

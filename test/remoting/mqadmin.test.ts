@@ -3,16 +3,14 @@
  * and message commands: updateSubGroup, consumerProgress, queryMsgById (offset id and UNIQ_KEY),
  * queryMsgByKey, resetOffsetByTime. Topic and cluster commands: mqadmin-topics.test.ts.
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestBroker, uniqueName, closeAll, use, type TestBroker } from '../support/harness.js';
-import { tempDir } from '../helpers.js';
-import { javaClasspath, runJava, runMqadmin, type ProgramEvent } from './client-programs.js';
+import { uniqueName } from '../support/harness.js';
+import { javaBrokerSuite, runJava, runMqadmin, type ProgramEvent } from './client-programs.js';
 
-let b: TestBroker;
-const home = tempDir('vela-mqadmin-home-');
-const ns = () => `127.0.0.1:${b.running.remotingPort}`;
-const mqadmin = (...args: string[]) => runMqadmin(home.path, [...args, '-n', ns()]);
+const suite = javaBrokerSuite('vela-mqadmin-home-');
+const ns = suite.ns;
+const mqadmin = (...args: string[]) => runMqadmin(suite.home, [...args, '-n', ns()]);
 /** Rows of a table mqadmin printed: whitespace-separated cells of the lines that start with `first`. */
 const rows = (out: string, first: string) =>
   out
@@ -24,20 +22,14 @@ let topic: string;
 let group: string;
 let sent: ProgramEvent[];
 
-before(async () => {
-  await javaClasspath();
-  b = use(await startTestBroker());
+before(() => {
   topic = uniqueName('T');
   group = uniqueName('G');
-});
-after(async () => {
-  await closeAll();
-  home.cleanup();
 });
 
 describe('mqadmin writes', { concurrency: false }, () => {
   test('updateSubGroup', async () => {
-    await b.running.broker.topics.upsert(topic, { readQueueNums: 4, writeQueueNums: 4 });
+    await suite.broker.running.broker.topics.upsert(topic, { readQueueNums: 4, writeQueueNums: 4 });
     const groupOut = await mqadmin(
       'updateSubGroup',
       '-c',
@@ -50,16 +42,16 @@ describe('mqadmin writes', { concurrency: false }, () => {
       'true',
     );
     assert.match(groupOut, /create subscription group to 127\.0\.0\.1:\d+ success/);
-    const g = b.running.broker.groups.get(group)!;
+    const g = suite.broker.running.broker.groups.get(group)!;
     assert.deepEqual([g.retryMaxTimes, g.consumeMessageOrderly], [3, true]);
   });
 
   test('a producer and a consumer make progress to show', async () => {
-    sent = (await runJava(home.path, ['send', ns(), topic, '4', 'TagQ'])).filter((e) => e.event === 'sent');
+    sent = (await runJava(suite.home, ['send', ns(), topic, '4', 'TagQ'])).filter((e) => e.event === 'sent');
     assert.equal(sent.length, 4);
-    await runJava(home.path, ['consume', ns(), topic, group, '4']);
+    await runJava(suite.home, ['consume', ns(), topic, group, '4']);
     assert.equal(
-      b.running.broker.offsets.list(group, topic).reduce((n, o) => n + o.offset, 0),
+      suite.broker.running.broker.offsets.list(group, topic).reduce((n, o) => n + o.offset, 0),
       4,
       'the consumer committed its offsets',
     );
@@ -106,7 +98,7 @@ describe('mqadmin reset', () => {
     assert.equal(r.length, 4, out);
     assert.ok(r.every((cells) => cells[2] === '0'));
     assert.deepEqual(
-      b.running.broker.offsets.list(group, topic).map((o) => o.offset),
+      suite.broker.running.broker.offsets.list(group, topic).map((o) => o.offset),
       [0, 0, 0, 0],
     );
     const progress = await mqadmin('consumerProgress', '-g', group);

@@ -126,6 +126,12 @@ export const CONSUME_SCHEMA = {
   renewIntervalMs: num(5000, 'how often auto-renewal runs', 'ms', { min: 1 }),
   maxPollMs: num(20_000, 'longest long poll', 'ms'),
   maxBatch: num(32, 'most messages per receive', 'count', { min: 1 }),
+  maxPushBatch: num(
+    256,
+    'most messages per receive of a push consumer (`auto_renew`), told to it in Settings as `receive_batch_size`; its client asks for at most its free cache. One receive loop per broker serves the official clients, so its batch bounds their rate',
+    'count',
+    { min: 1 },
+  ),
   maxParkedReceives: num(
     20_000,
     'receives and pulls waiting (long polling) at once, broker-wide; when full, the client with the most waiting has its oldest answered empty to make room for a client with fewer, else the request answers `TOO_MANY_REQUESTS`',

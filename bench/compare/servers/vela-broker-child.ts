@@ -1,7 +1,8 @@
 /**
  * The Vela broker for the comparison, in its own process: `vela-broker-child.ts <dataDir>` starts
  * it on 127.0.0.1 (free ports, sync flush: every send is answered after an fsync covers it) and
- * prints `READY <grpcPort> <httpPort> <remotingPort>`; SIGTERM closes it.
+ * prints `READY <grpcPort> <httpPort> <remotingPort>`; SIGTERM closes it. `VELA_COMPARE_CONFIG`, a JSON
+ * object of broker settings (e.g. `{"consume":{"maxPushBatch":32}}`), is merged in: an A/B of one setting.
  */
 import { startBroker } from '../../../src/server.js';
 
@@ -10,7 +11,11 @@ if (!dataDir) {
   console.error('usage: vela-broker-child.ts <dataDir>');
   process.exit(2);
 }
+const extra = process.env.VELA_COMPARE_CONFIG
+  ? (JSON.parse(process.env.VELA_COMPARE_CONFIG) as Record<string, unknown>)
+  : {};
 const running = await startBroker({
+  ...extra,
   dataDir,
   host: '127.0.0.1',
   grpcPort: 0,

@@ -187,7 +187,10 @@ export class ConsumeService implements StateParticipant {
     if (invisibleMs === undefined)
       throw new VelaError('ILLEGAL_INVISIBLE_TIME', 'an invisible duration is required');
     if (req.invisibleMs !== undefined) this.checkInvisible(req.invisibleMs, true);
-    const batch = Math.min(o.maxBatch, req.batchSize && req.batchSize > 0 ? req.batchSize : o.maxBatch);
+    // Push consumers (the server renews their messages) may take more per receive than simple ones.
+    const cap =
+      req.autoRenew && req.invisibleMs === undefined ? Math.max(o.maxBatch, o.maxPushBatch) : o.maxBatch;
+    const batch = Math.min(cap, req.batchSize && req.batchSize > 0 ? req.batchSize : o.maxBatch);
     const pollUntil = ctx.now() + Math.max(0, Math.min(req.pollMs, o.maxPollMs));
     const s = ctx.states.getOrCreate(req.group, req.topic);
     if (s.deliveries.size >= o.maxInflightPerGroup) {

@@ -163,7 +163,12 @@ export async function settingsReply(
       subscription: {
         ...s.subscription,
         fifo: group.consumeMessageOrderly,
-        receive_batch_size: RECEIVE_BATCH_SIZE,
+        // A push consumer's receive loop (one per broker for a standard group) asks for this many,
+        // at most its free cache: per round trip it bounds the official clients' rate.
+        receive_batch_size:
+          clientType === ClientType.PUSH_CONSUMER
+            ? Math.max(RECEIVE_BATCH_SIZE, broker.config.consume.maxPushBatch)
+            : RECEIVE_BATCH_SIZE,
         long_polling_timeout: fromMillis(longPollingMs(s, broker.config.consume.maxPollMs)),
       },
       metric: { on: false },

@@ -118,3 +118,37 @@ test('an ack that arrives while a receive is reading waits for it: a receive dec
   }
   assert.deepEqual(events, ['receive m1', 'ack']);
 });
+
+test('acks of one group and topic arriving together share one journal record; each caller gets its own results', async () => {
+  const { topic, group } = await setup(4);
+  const ds = await core.receive(group, topic, { invisibleMs: 1000 });
+  assert.equal(ds.length, 4);
+  const journal = core.ctx.journal;
+  const append = journal.append.bind(journal);
+  let records = 0;
+  journal.append = (...r) => {
+    records += r.length;
+    return append(...r);
+  };
+  try {
+    // One AckMessage per message, as the official clients send them, plus one with a forged handle.
+    const answers = await Promise.all([
+      core.acks.ackMany(group, topic, [ds[0]!.receiptHandle]),
+      core.acks.ackMany(group, topic, [ds[1]!.receiptHandle, `${ds[2]!.receiptHandle}x`]),
+      core.acks.ackMany(group, topic, [ds[2]!.receiptHandle]),
+      core.acks.ackMany(group, topic, [ds[3]!.receiptHandle]),
+    ]);
+    assert.deepEqual(answers[0], [null]);
+    assert.equal(answers[1]!.length, 2);
+    assert.equal(answers[1]![0], null);
+    assert.ok(invalid(answers[1]![1]), 'forged');
+    assert.deepEqual(answers[2], [null]);
+    assert.deepEqual(answers[3], [null]);
+  } finally {
+    journal.append = append;
+  }
+  assert.equal(records, 1, 'one journal record for the four calls');
+  assert.equal(core.progress.progress(group, topic)[0]!.inflight, 0);
+  // Acked: a second ack of any of them is refused.
+  assert.ok(invalid((await core.acks.ackMany(group, topic, [ds[3]!.receiptHandle]))[0]));
+});

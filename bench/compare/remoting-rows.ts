@@ -7,17 +7,15 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { javaClasspath } from '../../test/remoting/client-programs.js';
-import { ManagedProcess, waitReady } from './servers/managed-process.js';
-import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './servers/server.js';
+import type { RunningServer } from './servers/server.js';
+import { startVela } from './servers/vela.js';
 import type { Workload, WorkloadSpec } from './types.js';
 
 export const REMOTING_TARGET = 'vela-remoting';
 
-const CHILD = fileURLToPath(new URL('./servers/vela-broker-child.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The workloads of the Remoting row. */
@@ -33,36 +31,7 @@ let classpath: string | undefined;
  */
 export async function startVelaRemoting(): Promise<RunningServer> {
   classpath = await javaClasspath();
-  const dir = privateDir('vela-remoting');
-  const log = join(dir, 'server.log');
-  const proc = new ManagedProcess(
-    'vela-broker',
-    process.execPath,
-    ['--import', 'tsx', CHILD, join(dir, 'data')],
-    {
-      cwd: ROOT,
-      logFile: log,
-      stdoutPipe: true,
-    },
-  );
-  let ports: [number, number] | undefined;
-  createInterface({ input: proc.child.stdout! }).on('line', (line) => {
-    const [word, , http, remoting] = line.split(' ');
-    if (word === 'READY' && remoting) ports = [Number(remoting), Number(http)];
-  });
-  try {
-    await waitReady(proc, async () => ports !== undefined, 60_000, log);
-  } catch (err) {
-    await stopAndRemove([proc], dir).catch(() => {});
-    throw err;
-  }
-  return {
-    port: ports![0],
-    adminPort: ports![1],
-    dir,
-    usage: () => sumUsage([proc]),
-    stop: () => stopAndRemove([proc], dir),
-  };
+  return startVela({ label: 'remoting', remoting: true });
 }
 
 /** The client child of a Remoting workload: the Java program and its arguments. */

@@ -11,7 +11,12 @@ import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './serve
 
 const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
 
-export async function startVela(options: { cpuProfDir?: string; label: string }): Promise<RunningServer> {
+/** With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. */
+export async function startVela(options: {
+  cpuProfDir?: string;
+  label: string;
+  remoting?: boolean;
+}): Promise<RunningServer> {
   const dir = privateDir('vela');
   const log = join(dir, 'server.log');
   // One directory per process: the main thread and tsx's loader thread each write a profile.
@@ -26,8 +31,8 @@ export async function startVela(options: { cpuProfDir?: string; label: string })
   );
   let ports: [number, number] | undefined;
   createInterface({ input: proc.child.stdout! }).on('line', (line) => {
-    const [word, g, h] = line.split(' ');
-    if (word === 'READY') ports = [Number(g), Number(h)];
+    const [word, grpc, http, remoting] = line.split(' ');
+    if (word === 'READY') ports = [Number(options.remoting ? remoting : grpc), Number(http)];
   });
   try {
     await waitReady(proc, async () => ports !== undefined, 60_000, log);

@@ -5,6 +5,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { startBroker } from '../../src/server.js';
+import { MIN_INVISIBLE_MS, type InteropBroker } from './support.js';
 
 const CHILD = fileURLToPath(new URL('./push-consumer-child.ts', import.meta.url));
 
@@ -80,4 +82,24 @@ export function runChild(args: string[], timeoutMs = 30_000): ChildRun {
 
 export function consumedOf(events: ChildEvent[]): ChildEvent[] {
   return events.filter((e) => e.event === 'consumed');
+}
+
+/**
+ * The broker of the push-consumer interop tests: loopback, free ports, short minimum invisible time and
+ * long polls (`consume` adds to or overrides those).
+ */
+export async function startPushBroker(
+  dataDir: string,
+  consume: NonNullable<Parameters<typeof startBroker>[0]>['consume'] = {},
+): Promise<InteropBroker> {
+  const running = await startBroker({
+    dataDir,
+    host: '127.0.0.1',
+    grpcPort: 0,
+    httpPort: 0,
+    remotingPort: 0,
+    consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS, ...consume },
+    shutdownGraceMs: 1000,
+  });
+  return { running, endpoints: `127.0.0.1:${running.grpcPort}`, close: () => running.close() };
 }

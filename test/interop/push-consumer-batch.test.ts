@@ -8,18 +8,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Producer } from 'rocketmq-client-nodejs';
-import { startBroker } from '../../src/server.js';
 import type { Delivered } from '../../src/broker/consume/pop.js';
 import { tempDir } from '../helpers.js';
-import {
-  MIN_INVISIBLE_MS,
-  clientLogger,
-  createGroup,
-  createTopic,
-  progressOf,
-  type InteropBroker,
-} from './support.js';
-import { MAX_POLL_MS, consumedOf, runChild } from './push-child.js';
+import { clientLogger, createGroup, createTopic, progressOf, type InteropBroker } from './support.js';
+import { consumedOf, runChild, startPushBroker } from './push-child.js';
 
 const PUSH_BATCH = 100;
 const BACKLOG = 150;
@@ -34,17 +26,8 @@ describe('interop: PushConsumer receive batches', () => {
 
   before(async () => {
     dir = tempDir('vela-interop-push-batch-');
-    const running = await startBroker({
-      dataDir: dir.path,
-      host: '127.0.0.1',
-      grpcPort: 0,
-      httpPort: 0,
-      remotingPort: 0,
-      consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS, maxPushBatch: PUSH_BATCH },
-      shutdownGraceMs: 1000,
-    });
-    b = { running, endpoints: `127.0.0.1:${running.grpcPort}`, close: () => running.close() };
-    const consume = running.broker.consume;
+    b = await startPushBroker(dir.path, { maxPushBatch: PUSH_BATCH });
+    const consume = b.running.broker.consume;
     const original = consume.receive;
     consume.receive = async function (this: typeof consume, req): Promise<Delivered[]> {
       const out = await original.call(this, req);

@@ -5,10 +5,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Producer } from 'rocketmq-client-nodejs';
-import { startBroker } from '../../src/server.js';
 import { tempDir } from '../helpers.js';
 import {
-  MIN_INVISIBLE_MS,
   clientLogger,
   createGroup,
   createTopic,
@@ -17,7 +15,7 @@ import {
   uniqueName,
   type InteropBroker,
 } from './support.js';
-import { MAX_POLL_MS, consumedOf, runChild } from './push-child.js';
+import { MAX_POLL_MS, consumedOf, runChild, startPushBroker } from './push-child.js';
 
 // The tests are independent (own topic, group and child) and mostly wait on their child: run them together.
 describe('interop: PushConsumer (child process)', { concurrency: true }, () => {
@@ -27,16 +25,7 @@ describe('interop: PushConsumer (child process)', { concurrency: true }, () => {
 
   before(async () => {
     dir = tempDir('vela-interop-push-');
-    const running = await startBroker({
-      dataDir: dir.path,
-      host: '127.0.0.1',
-      grpcPort: 0,
-      httpPort: 0,
-      remotingPort: 0,
-      consume: { minInvisibleMs: MIN_INVISIBLE_MS, maxPollMs: MAX_POLL_MS },
-      shutdownGraceMs: 1000,
-    });
-    b = { running, endpoints: `127.0.0.1:${running.grpcPort}`, close: () => running.close() };
+    b = await startPushBroker(dir.path);
     producer = new Producer({ endpoints: b.endpoints, namespace: '', logger: clientLogger() });
     await producer.startup();
   });

@@ -192,22 +192,7 @@ export async function runJavaMain(
   args: string[],
   timeoutMs = 90_000,
 ): Promise<ProgramEvent[]> {
-  const cp = await javaClasspath();
-  return runProgram(
-    'java',
-    [
-      '-Xss512k',
-      '-XX:+UseSerialGC',
-      '-XX:TieredStopAtLevel=1',
-      `-Duser.home=${home}`,
-      '-Drocketmq.client.logLevel=WARN',
-      '-cp',
-      cp,
-      mainClass,
-      ...args,
-    ],
-    { timeoutMs },
-  );
+  return runProgram('java', javaCommandLine(await javaClasspath(), home, mainClass, args), { timeoutMs });
 }
 
 /** mqadmin runs at once: more JVMs than cores starve the broker the tests talk to. */
@@ -307,22 +292,10 @@ export interface RunningProgram {
 
 /** Start a long-running scenario of the Java program (one that runs until its stdin closes). */
 export async function startJava(home: string, args: string[]): Promise<RunningProgram> {
-  const cp = await javaClasspath();
-  const child = spawn(
-    'java',
-    [
-      '-Xss512k',
-      '-XX:+UseSerialGC',
-      '-XX:TieredStopAtLevel=1',
-      `-Duser.home=${home}`,
-      '-Drocketmq.client.logLevel=WARN',
-      '-cp',
-      cp,
-      'VelaRemotingClient',
-      ...args,
-    ],
-    { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] },
-  );
+  const child = spawn('java', javaCommandLine(await javaClasspath(), home, 'VelaRemotingClient', args), {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const events: ProgramEvent[] = [];
   const waiters = new Set<() => void>();
   let output = '';
@@ -407,4 +380,19 @@ export function javaBrokerSuite(
     home: home.path,
     ns: () => `127.0.0.1:${broker().running.remotingPort}`,
   };
+}
+
+/** The JVM flags of every short-lived test program (small stacks, quick start-up), then the program. */
+function javaCommandLine(classpath: string, home: string, mainClass: string, args: string[]): string[] {
+  return [
+    '-Xss512k',
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
+    `-Duser.home=${home}`,
+    '-Drocketmq.client.logLevel=WARN',
+    '-cp',
+    classpath,
+    mainClass,
+    ...args,
+  ];
 }

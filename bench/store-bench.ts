@@ -155,14 +155,9 @@ async function readBenchmarks(dir: string): Promise<void> {
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         for (let q = queues.shift(); q !== undefined; q = queues.shift()) {
-          let offset = 0;
-          for (;;) {
-            const r = await store.read('BenchTopic', q, offset, { maxCount, maxBytes: maxCount * 1200 });
-            if (r.messages.length === 0) break;
-            records += r.messages.length;
-            for (const m of r.messages) bytes += m.body.length;
-            offset = r.nextOffset;
-          }
+          const got = await readWholeQueue(store, q, maxCount);
+          records += got.records;
+          bytes += got.bytes;
         }
       }),
     );
@@ -174,6 +169,25 @@ async function readBenchmarks(dir: string): Promise<void> {
   }
   await store.close();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Read queue `q` of the bench topic from offset 0 to its end, `maxCount` records a read. */
+async function readWholeQueue(
+  store: MessageStore,
+  q: number,
+  maxCount: number,
+): Promise<{ records: number; bytes: number }> {
+  let records = 0;
+  let bytes = 0;
+  let offset = 0;
+  for (;;) {
+    const r = await store.read('BenchTopic', q, offset, { maxCount, maxBytes: maxCount * 1200 });
+    if (r.messages.length === 0) break;
+    records += r.messages.length;
+    for (const m of r.messages) bytes += m.body.length;
+    offset = r.nextOffset;
+  }
+  return { records, bytes };
 }
 
 /**
@@ -197,14 +211,9 @@ async function headReadBenchmark(): Promise<void> {
     const t0 = performance.now();
     for (let p = 0; p < passes; p++) {
       for (let q = 0; q < 8; q++) {
-        let offset = 0;
-        for (;;) {
-          const r = await store.read('BenchTopic', q, offset, { maxCount: 256, maxBytes: 256 * 1200 });
-          if (r.messages.length === 0) break;
-          records += r.messages.length;
-          for (const m of r.messages) bytes += m.body.length;
-          offset = r.nextOffset;
-        }
+        const got = await readWholeQueue(store, q, 256);
+        records += got.records;
+        bytes += got.bytes;
       }
     }
     const s = (performance.now() - t0) / 1000;

@@ -4,7 +4,6 @@
  * maps a group to the same queue), and append to the store. A send resolves only when the message is
  * durable under the store's flush policy.
  */
-import { hash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { ProduceLimits } from '../common/config.js';
 import type { MessageStore, MessageInput, AppendResult } from '../store/index.js';
@@ -145,7 +144,10 @@ export function messageTypeOf(sysFlag: number): SendableType {
 
 /** Internal property holding the producer's trace context. */
 export const TRACE_CONTEXT_PROPERTY = 'TRACE_CONTEXT';
-/** Internal property holding the body's MD5 (uppercase hex), computed once at send for every delivery. */
+/**
+ * Internal property holding the body's MD5 (uppercase hex): earlier builds stored it at send; the
+ * gRPC edge now computes the digest at delivery and reads this only from messages that have it.
+ */
 export const BODY_MD5_PROPERTY = '__VELA_BODY_MD5';
 /** Internal property holding a Remoting message's `flag` (absent when 0). */
 export const FLAG_PROPERTY = '__VELA_FLAG';
@@ -382,10 +384,7 @@ export class ProduceService {
       throw new VelaError('ILLEGAL_DELIVERY_TIME', `only DELAY messages carry a delivery time`);
     }
 
-    const properties: Record<string, string> = {
-      ...props,
-      [BODY_MD5_PROPERTY]: hash('md5', m.body, 'hex').toUpperCase(),
-    };
+    const properties: Record<string, string> = { ...props };
     if (m.traceContext) properties[TRACE_CONTEXT_PROPERTY] = m.traceContext;
     if (m.flag) properties[FLAG_PROPERTY] = String(m.flag | 0);
     return {

@@ -14,6 +14,7 @@ import { endpointsKey } from './endpoints.js';
 import { H2Channel, type BidiCall, type ClientTls } from './h2-channel.js';
 import type { SessionCredentials } from './options.js';
 import { formatDateTime, signRequest } from '../common/signature.js';
+import { ACCEPT_DIGEST_HEADER } from '../protocol/body-digest.js';
 
 /** The SDK's version, sent as `x-mq-client-version` and in Settings. */
 export const SDK_VERSION: string = (() => {
@@ -108,13 +109,19 @@ export class Connection {
     }
   }
 
-  /** A server-streaming call, read to its end; resolves with every frame. */
+  /**
+   * A server-streaming call (ReceiveMessage, PullMessage), read to its end; resolves with every frame.
+   * Delivered messages come with CRC32 body digests, cheaper to check than the MD5 ones the official
+   * clients get (body-digest.ts).
+   */
   async serverStream<Frame>(name: string, request: object, opts: CallOptions): Promise<Frame[]> {
     const m = method(name);
     try {
+      const md = requestMetadata(this.identity);
+      md[ACCEPT_DIGEST_HEADER] = 'CRC32';
       const frames = await this.channel.serverStream(
         m.path,
-        requestMetadata(this.identity),
+        md,
         encode(m.requestType, request),
         opts.timeoutMs,
         opts.signal,

@@ -4,18 +4,12 @@
  * A received message remembers, out of sight, where it came from (endpoint, group, topic, receipt
  * handle) so that `ack`/`changeInvisibleDuration` need nothing but the message.
  */
-import { hash } from 'node:crypto';
 import { hostname } from 'node:os';
 import * as zlib from 'node:zlib';
 import { Code } from '../common/codes.js';
 import { fromMillis, toMillis } from '../protocol/codec.js';
-import {
-  WireDigestType,
-  WireEncoding,
-  WireMessageType,
-  type Resource,
-  type WireMessage,
-} from '../protocol/wire-types.js';
+import { digestMatches } from '../protocol/body-digest.js';
+import { WireEncoding, WireMessageType, type Resource, type WireMessage } from '../protocol/wire-types.js';
 import { clientError } from './errors.js';
 
 /** A message to send. */
@@ -209,7 +203,8 @@ export class MessageView {
     this.storeTimestamp = toMillis(sp.store_timestamp);
     this.storeHost = sp.store_host || undefined;
     this.deliveryTimestamp = toMillis(sp.delivery_timestamp);
-    let corrupted = sp.body_digest ? !digestMatches(raw, sp.body_digest) : false;
+    const d = sp.body_digest;
+    let corrupted = d ? !digestMatches(raw, d.type, d.checksum ?? '') : false;
     let body = raw;
     if (!corrupted && sp.body_encoding === WireEncoding.GZIP) {
       try {
@@ -240,27 +235,3 @@ export class MessageView {
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
-
-function digestMatches(body: Buffer, d: { type: number; checksum: string }): boolean {
-  const want = (d.checksum ?? '').toUpperCase();
-  switch (d.type) {
-    // One-shot digests: no Hash object per message.
-    case WireDigestType.MD5:
-      return hash('md5', body, 'hex').toUpperCase() === want;
-    case WireDigestType.SHA1:
-      return hash('sha1', body, 'hex').toUpperCase() === want;
-    case WireDigestType.CRC32: {
-      const crc32 = (zlib as { crc32?: (b: Buffer) => number }).crc32;
-      if (!crc32) return true;
-      const v = crc32(body) >>> 0;
-      // Java sends uppercase hex, the Node client expects decimal: accept either.
-      return (
-        want === v.toString(16).toUpperCase().padStart(8, '0') ||
-        want === String(v) ||
-        want === v.toString(16).toUpperCase()
-      );
-    }
-    default:
-      return true;
-  }
-}

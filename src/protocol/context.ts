@@ -4,6 +4,7 @@ import { toInternal } from './namespace.js';
 import { checkClientId, checkNamespace } from '../broker/names.js';
 import { malformedReason } from './codec.js';
 import type { Resource } from './wire-types.js';
+import { ACCEPT_DIGEST_HEADER, acceptsCrc32 } from './body-digest.js';
 
 export interface CallContext {
   clientId: string;
@@ -14,6 +15,8 @@ export interface CallContext {
   connectionId: string;
   /** ms since epoch, or Infinity. */
   deadline: number;
+  /** The caller checks CRC32 body digests (`x-vela-accept-digest`, body-digest.ts): Vela's SDK. */
+  crc32Digest?: boolean;
 }
 
 /** The parts of a transport call a context is made of. */
@@ -37,6 +40,7 @@ export function contextOf(call: CallSource, request: unknown, requireClientId = 
     peer: call.peer.remote,
     connectionId: call.peer.connectionId,
     deadline: call.deadline,
+    crc32Digest: acceptsCrc32(call.header(ACCEPT_DIGEST_HEADER)),
   };
 }
 

@@ -1,8 +1,7 @@
 /**
  * Conversions between wire messages and the broker's: producer messages in, delivered messages out
- * (with the MD5 body digest, receipt handle and delivery attempt the official clients require).
+ * (with the body digest, receipt handle and delivery attempt the official clients require).
  */
-import { hash } from 'node:crypto';
 import { VelaError } from '../common/errors.js';
 import type { ProduceMessage, SendableType } from '../broker/produce.js';
 import { BODY_MD5_PROPERTY, messageTypeOf, SysFlag, TRACE_CONTEXT_PROPERTY } from '../broker/produce.js';
@@ -16,6 +15,7 @@ import {
   type WireMessage,
 } from './wire-types.js';
 import { fromInternal, toInternal } from './namespace.js';
+import { crc32Checksum, md5Checksum } from './body-digest.js';
 
 const TYPE_FROM_WIRE: Record<number, SendableType | undefined> = {
   [WireMessageType.NORMAL]: 'NORMAL',
@@ -68,11 +68,17 @@ export interface DeliveryInfo {
   deliveryAttempt?: number;
   invisibleMs?: number;
   storeHost: string;
+  /** The caller checks CRC32 digests (Vela's SDK, body-digest.ts); else MD5, as the official clients need. */
+  crc32Digest?: boolean;
 }
 
-/** The MD5 body digest the official clients require: stored with the message, else computed. */
+/**
+ * The MD5 body digest the official clients require, computed at delivery as RocketMQ's proxy does
+ * (messages stored by earlier builds carry it in the `__VELA_BODY_MD5` property, computed at send:
+ * used as is).
+ */
 export function bodyDigest(m: BrokerMessage): string {
-  return m.properties[BODY_MD5_PROPERTY] ?? hash('md5', m.body, 'hex').toUpperCase();
+  return m.properties[BODY_MD5_PROPERTY] ?? md5Checksum(m.body);
 }
 
 /** Hot path (every delivery): plain assignments, no spreads. */
@@ -98,7 +104,9 @@ export function toWireMessage(m: BrokerMessage, d: DeliveryInfo): WireMessage {
   const sp: SystemProperties = {
     keys: m.keys,
     message_id: m.messageId,
-    body_digest: { type: WireDigestType.MD5, checksum: bodyDigest(m) },
+    body_digest: d.crc32Digest
+      ? { type: WireDigestType.CRC32, checksum: crc32Checksum(m.body) }
+      : { type: WireDigestType.MD5, checksum: bodyDigest(m) },
     body_encoding: m.sysFlag & SysFlag.GZIP ? WireEncoding.GZIP : WireEncoding.IDENTITY,
     message_type: TYPE_TO_WIRE[messageTypeOf(m.sysFlag)],
     born_timestamp: fromMillis(m.bornTimestamp),

@@ -84,6 +84,23 @@ test('send then receive: ids, offsets, system properties and the MD5 digest', as
   assert.equal(ack.status.code, Code.OK);
 });
 
+test('x-vela-accept-digest: CRC32 gets CRC32 digests on receive and pull; other callers keep MD5', async () => {
+  const { topic, group } = await topicAndGroup({ queues: 1 });
+  await client.send(topic, [{ body: Buffer.from('123456789') }]);
+  const vela = new RawClient(client.address);
+  try {
+    vela.metadata.set('x-vela-accept-digest', 'CRC32');
+    const crc = { type: 1, checksum: 'CBF43926' };
+    const md5 = { type: 2, checksum: '25F9E794323B453885F5181F1B624D0B' };
+    assert.deepEqual((await vela.pull(group, topic, 0, 0)).messages[0].system_properties.body_digest, crc);
+    assert.deepEqual((await client.pull(group, topic, 0, 0)).messages[0].system_properties.body_digest, md5);
+    const received = await vela.receiveMessages(group, topic);
+    assert.deepEqual(received.messages[0].system_properties.body_digest, crc);
+  } finally {
+    vela.close();
+  }
+});
+
 test('every send validation rule answers its own code and stores nothing', async () => {
   const { topic } = await topicAndGroup();
   const { topic: fifoTopic } = await topicAndGroup({ fifo: true });

@@ -1,7 +1,8 @@
 /**
  * A gRPC proxy for SDK tests: a MessagingService that forwards every call to a real broker, counts
  * SendMessage calls (and the message ids in each), and, on demand, answers a SendMessage with a fault
- * instead of forwarding it: a transport error, flow control, an internal error, or no answer at all.
+ * instead of forwarding it: a transport error, flow control, an internal error, or no answer at all;
+ * it can also change a byte of every delivered body (`corruptBodies`), as a faulty network would.
  * The broker's routes name the endpoints the client dialled, so a client pointed at the proxy keeps
  * talking to the proxy.
  */
@@ -28,6 +29,10 @@ export class FaultProxy {
   readonly receiveFaults: ('flow-control' | 'internal')[] = [];
   /** ReceiveMessage calls received. */
   receiveCalls = 0;
+  /** Flip a bit in the body of every message ReceiveMessage delivers. */
+  corruptBodies = false;
+  /** The digest type of every message ReceiveMessage delivered. */
+  readonly digestTypes: number[] = [];
   /** The request headers of every SendMessage call. */
   readonly sendHeaders: Record<string, string>[] = [];
   private readonly upstream: grpc.Client;
@@ -58,7 +63,8 @@ export class FaultProxy {
     const forwardMd = (md: grpc.Metadata) => {
       const out = new grpc.Metadata();
       for (const [k, v] of Object.entries(md.getMap())) {
-        if (k.startsWith('x-mq-') || k === 'authorization') out.set(k, v as string);
+        if (k.startsWith('x-mq-') || k.startsWith('x-vela-') || k === 'authorization')
+          out.set(k, v as string);
       }
       return out;
     };
@@ -98,7 +104,17 @@ export class FaultProxy {
             { deadline: call.getDeadline() },
           );
           call.on('cancelled', () => up.cancel());
-          up.on('data', (f) => call.write(f));
+          up.on('data', (f) => {
+            const message = name === 'ReceiveMessage' ? f.message : undefined;
+            if (message) {
+              ref.proxy!.digestTypes.push(message.system_properties?.body_digest?.type);
+              if (ref.proxy!.corruptBodies && message.body?.length) {
+                message.body = Buffer.from(message.body);
+                message.body[0] ^= 1;
+              }
+            }
+            call.write(f);
+          });
           up.on('error', (err: grpc.ServiceError) => call.destroy(err));
           up.on('end', () => call.end());
         };

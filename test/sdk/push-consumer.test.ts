@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConsumeResult, Producer, PushConsumer, type MessageView } from '../../src/index.js';
 import { sleep, spawnTs, waitExit } from '../helpers.js';
+import { FaultProxy } from './fault-proxy.js';
 import { progress, startTestBroker, unique, waitFor, type TestBroker, use, closeAll } from './support.js';
 
 describe('PushConsumer', { concurrency: true }, () => {
@@ -102,6 +103,40 @@ describe('PushConsumer', { concurrency: true }, () => {
     }
     await waitFor(() => progress(b, group, topic).inflight === 0, 3000, 'settled');
     await c.close();
+  });
+
+  test('a body corrupted on the way fails its CRC32 digest: nacked, never handed to the listener', async () => {
+    const { topic, group } = await setup({ retry: [200, 400] });
+    await sendN(topic, 1, 'intact');
+    const proxy = await FaultProxy.start(b.endpoints);
+    try {
+      proxy.corruptBodies = true;
+      const seen: { body: string; attempt: number }[] = [];
+      const c = use(
+        new PushConsumer({
+          endpoints: proxy.endpoints,
+          group,
+          subscriptions: { [topic]: '*' },
+          listener: (m) => {
+            seen.push({ body: m.text(), attempt: m.deliveryAttempt });
+            return ConsumeResult.SUCCESS;
+          },
+        }),
+      );
+      await c.start();
+      await waitFor(() => proxy.digestTypes.length >= 1, 5000, 'the corrupted delivery');
+      proxy.corruptBodies = false;
+      await waitFor(() => seen.length === 1, 5000, 'the redelivery');
+      assert.deepEqual(seen, [{ body: 'intact0', attempt: 2 }]);
+      assert.ok(
+        proxy.digestTypes.every((t) => t === 1),
+        `CRC32 digests (${proxy.digestTypes.join()})`,
+      );
+      await waitFor(() => progress(b, group, topic).inflight === 0, 3000, 'settled');
+      await c.close();
+    } finally {
+      await proxy.close();
+    }
   });
 
   test('a listener past consumeTimeoutMs is a FAILURE: its signal aborts and the message comes back', async () => {

@@ -82,6 +82,7 @@ export async function receiveMessage(
         deliveryAttempt: d.deliveryAttempt,
         invisibleMs: d.invisibleMs,
         storeHost,
+        crc32Digest: ctx.crc32Digest === true,
       }),
     });
   }

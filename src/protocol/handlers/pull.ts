@@ -79,7 +79,8 @@ export async function pullMessage(
     ];
   }
   const frames: PullFrame[] = [{ status: OK_STATUS }];
-  for (const m of r.messages) frames.push({ message: toWireMessage(m, { deliveryAttempt: 1, storeHost }) });
+  const delivery = { deliveryAttempt: 1, storeHost, crc32Digest: ctx.crc32Digest === true };
+  for (const m of r.messages) frames.push({ message: toWireMessage(m, delivery) });
   frames.push({ next_offset: r.nextOffset });
   return frames;
 }

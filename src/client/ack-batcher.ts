@@ -6,8 +6,9 @@
  * per received batch. Each caller gets its own entry's outcome: resolved, or rejected with that
  * entry's typed error.
  */
-import type { Resource, Status } from '../protocol/wire-types.js';
+import type { Resource } from '../protocol/wire-types.js';
 import type { Connection } from './connection.js';
+import type { AckAnswer, AckEntry } from './hot-codec.js';
 import { VelaClientError, fromStatus, isOk } from './errors.js';
 import type { Cancel, Timers } from '../common/timers.js';
 import { Code } from '../common/codes.js';
@@ -28,12 +29,13 @@ interface Pending {
   items: Item[];
 }
 
-interface AckResponse {
-  status?: Status;
-  entries?: { status?: Status }[];
-}
-
-export type AckSender = (conn: Connection, request: object) => Promise<AckResponse>;
+/** Sends one AckMessage; resolves with its answer, whatever its status. */
+export type AckSender = (
+  conn: Connection,
+  group: Resource,
+  topic: Resource,
+  entries: readonly AckEntry[],
+) => Promise<AckAnswer>;
 
 export class AckBatcher {
   private readonly pending = new Map<string, Pending>();
@@ -87,14 +89,9 @@ export class AckBatcher {
     const p = this.pending.get(key);
     if (!p) return;
     this.pending.delete(key);
-    const request = {
-      group: p.group,
-      topic: p.topic,
-      entries: p.items.map((i) => ({ message_id: i.messageId, receipt_handle: i.receiptHandle })),
-    };
-    const call = this.send(p.conn, request).then(
+    const call = this.send(p.conn, p.group, p.topic, p.items).then(
       (res) => {
-        const entries = res.entries ?? [];
+        const entries = res.entries;
         p.items.forEach((item, i) => {
           const st = entries.length === p.items.length ? (entries[i]!.status ?? res.status) : res.status;
           if (!st) {

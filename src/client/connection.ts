@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { decode, decodeLean, encode, messagingMethods, type MethodCodec } from '../protocol/codec.js';
+import { decode, encode, messagingMethods, type MethodCodec } from '../protocol/codec.js';
 import type { Endpoints, TelemetryCommand } from '../protocol/wire-types.js';
 import { abortReason, fromTransport } from './errors.js';
 import { endpointsKey } from './endpoints.js';
@@ -44,8 +44,6 @@ export interface CallOptions {
   /** Deadline, from now. */
   timeoutMs: number;
   signal?: AbortSignal;
-  /** Answers as protobufjs message objects (see `decodeLean`): for readers that accept defaults for absent fields. */
-  lean?: boolean;
 }
 
 /** The headers of one request. */
@@ -109,25 +107,40 @@ export class Connection {
     }
   }
 
+  /** A unary call with the request already encoded; resolves with the answer's bytes. */
+  async unaryBytes(name: string, request: Uint8Array, opts: CallOptions): Promise<Buffer> {
+    const m = method(name);
+    try {
+      return await this.channel.unary(
+        m.path,
+        requestMetadata(this.identity),
+        request,
+        opts.timeoutMs,
+        opts.signal,
+      );
+    } catch (err) {
+      if (opts.signal?.aborted) throw abortReason(opts.signal);
+      throw fromTransport(err, name);
+    }
+  }
+
   /**
-   * A server-streaming call (ReceiveMessage, PullMessage), read to its end; resolves with every frame.
-   * Delivered messages come with CRC32 body digests, cheaper to check than the MD5 ones the official
-   * clients get (body-digest.ts).
+   * A delivering call (ReceiveMessage, PullMessage), read to its end; resolves with every answer
+   * frame's bytes. Delivered messages come with CRC32 body digests, cheaper to check than the MD5 ones
+   * the official clients get (body-digest.ts).
    */
-  async serverStream<Frame>(name: string, request: object, opts: CallOptions): Promise<Frame[]> {
+  async deliveries(name: string, request: object, opts: CallOptions): Promise<Buffer[]> {
     const m = method(name);
     try {
       const md = requestMetadata(this.identity);
       md[ACCEPT_DIGEST_HEADER] = 'CRC32';
-      const frames = await this.channel.serverStream(
+      return await this.channel.serverStream(
         m.path,
         md,
         encode(m.requestType, request),
         opts.timeoutMs,
         opts.signal,
       );
-      const dec = opts.lean ? decodeLean : decode;
-      return frames.map((b) => dec(m.responseType, b) as Frame);
     } catch (err) {
       if (opts.signal?.aborted) throw abortReason(opts.signal);
       throw fromTransport(err, name);

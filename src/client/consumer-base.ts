@@ -14,13 +14,19 @@ import {
   type RetryPolicyWire,
   type Settings,
   type Status,
-  type WireMessage,
 } from '../protocol/wire-types.js';
 import { AckBatcher } from './ack-batcher.js';
 import { ClientBase } from './client-base.js';
 import type { Connection } from './connection.js';
-import { clientError, closedError, fromStatus, isOk } from './errors.js';
-import { MessageView, deliveryOf } from './message.js';
+import { VelaClientError, clientError, closedError, fromStatus, isOk } from './errors.js';
+import { decodeAckResponse, decodeDeliveryFrame, encodeAckRequest, type DeliveryFrame } from './hot-codec.js';
+import {
+  MessageView,
+  deliveryOf,
+  setReceiptHandle,
+  type DeliveryRef,
+  type DeliverySource,
+} from './message.js';
 import { requiredName, type ClientConfig, type ClientOptions } from './options.js';
 
 /** A filter: a tag expression (`*`, `TagA`, `TagA||TagB`) or an SQL92 predicate over properties. */
@@ -77,8 +83,6 @@ export interface ReceiveParams {
   signal?: AbortSignal;
 }
 
-type ReceiveFrame = { status?: Status; message?: WireMessage };
-
 export abstract class ConsumerBase extends ClientBase {
   protected readonly group: string;
   protected readonly subscriptions: ReadonlyMap<string, WireFilter>;
@@ -95,9 +99,20 @@ export abstract class ConsumerBase extends ClientBase {
     this.group = c.group;
     this.subscriptions = c.subscriptions;
     this.groupRes = this.resource(c.group);
-    this.acks = new AckBatcher(this.timers, (conn, request) =>
-      conn.unary('AckMessage', request, { timeoutMs: this.clientConfig.requestTimeoutMs }),
-    );
+    this.acks = new AckBatcher(this.timers, async (conn, group, topic, entries) => {
+      const bytes = await conn.unaryBytes('AckMessage', encodeAckRequest(group, topic, entries), {
+        timeoutMs: this.clientConfig.requestTimeoutMs,
+      });
+      try {
+        return decodeAckResponse(bytes);
+      } catch (err) {
+        throw new VelaClientError(
+          Code.INTERNAL_ERROR,
+          `AckMessage: cannot decode the answer: ${(err as Error).message}`,
+          { rpc: 'AckMessage' },
+        );
+      }
+    });
   }
 
   /** Long-polling time to announce in Settings. */
@@ -142,7 +157,7 @@ export abstract class ConsumerBase extends ClientBase {
   ): Promise<MessageView[]> {
     const topic = queue.topic?.name ?? '';
     const filter = this.subscriptions.get(topic) ?? { type: WireFilterType.TAG, expression: '*' };
-    const frames = await conn.serverStream<ReceiveFrame>(
+    const frames = await conn.deliveries(
       'ReceiveMessage',
       {
         group: this.groupRes,
@@ -154,63 +169,78 @@ export abstract class ConsumerBase extends ClientBase {
         long_polling_timeout: fromMillis(p.pollMs),
         ...(p.attemptId ? { attempt_id: p.attemptId } : {}),
       },
-      // Lean frames: MessageView and the status check below read absent fields as null/''/0 alike.
       {
         timeoutMs: this.clientConfig.requestTimeoutMs + p.pollMs,
-        lean: true,
         ...(p.signal ? { signal: p.signal } : {}),
       },
     );
-    const status = frames.find((f) => f.status)?.status;
-    const ref = {
+    const ref: DeliveryRef = {
       endpointKey: conn.key,
       group: this.groupRes,
       topic: this.resource(topic),
       receiptHandle: '',
       owner: this,
     };
-    const messages = frames.filter((f) => f.message).map((f) => new MessageView(f.message!, ref));
+    let status: Status | undefined;
+    const messages: MessageView[] = [];
+    for (const bytes of frames) {
+      const f = decodeFrame(bytes, false, 'ReceiveMessage');
+      if (f.message) messages.push(new MessageView(f.message, ref));
+      else if (f.status && !status) status = f.status;
+    }
     if (messages.length > 0) return messages;
     if (!status || status.code === Code.MESSAGE_NOT_FOUND || isOk(status.code)) return [];
     throw fromStatus(status, 'ReceiveMessage');
   }
 
   /** The delivery behind `m`, if this consumer received it. */
-  protected deliveryFor(m: MessageView): {
-    conn: Connection;
-    ref: NonNullable<ReturnType<typeof deliveryOf>>;
-  } {
-    const ref = m instanceof MessageView ? deliveryOf(m) : undefined;
-    if (!ref || ref.owner !== this) {
+  protected deliveryFor(m: MessageView): { conn: Connection; source: DeliverySource } {
+    const source = deliveryOf(m);
+    if (!source || source.owner !== this) {
       throw clientError(Code.BAD_REQUEST, 'this message was not received by this consumer');
     }
-    const conn = this.connectionByKey(ref.endpointKey);
+    const conn = this.connectionByKey(source.endpointKey);
     if (!conn || conn.isClosed) throw closedError('the connection this message came from');
-    return { conn, ref };
+    return { conn, source };
   }
 
   /** Acknowledge `m` (batched with other acks issued in the same turn of the event loop). */
   protected ackMessage(m: MessageView): Promise<void> {
-    const { conn, ref } = this.deliveryFor(m);
-    return this.acks.ack(conn, ref.group, ref.topic, m.messageId, ref.receiptHandle);
+    const { conn, source } = this.deliveryFor(m);
+    return this.acks.ack(conn, source.group, source.topic, m.messageId, m.receiptHandle);
   }
 
   /** ChangeInvisibleDuration; the message's receipt handle becomes the one returned. */
   protected async changeInvisible(m: MessageView, ms: number): Promise<void> {
     if (!Number.isFinite(ms) || ms < 0)
       throw clientError(Code.ILLEGAL_INVISIBLE_TIME, `invalid duration ${ms} ms`);
-    const { conn, ref } = this.deliveryFor(m);
+    const { conn, source } = this.deliveryFor(m);
     const res = await this.call<{ status?: Status; receipt_handle?: string }>(
       conn,
       'ChangeInvisibleDuration',
       {
-        group: ref.group,
-        topic: ref.topic,
-        receipt_handle: ref.receiptHandle,
+        group: source.group,
+        topic: source.topic,
+        receipt_handle: m.receiptHandle,
         invisible_duration: fromMillis(Math.round(ms)),
         message_id: m.messageId,
       },
     );
-    if (res.receipt_handle) ref.receiptHandle = res.receipt_handle;
+    if (res.receipt_handle) setReceiptHandle(m, res.receipt_handle);
+  }
+}
+
+/** Decode one answer frame; bytes that do not parse are the broker's fault: an INTERNAL_ERROR. */
+export function decodeFrame(bytes: Buffer, pull: boolean, rpc: string): DeliveryFrame {
+  try {
+    return decodeDeliveryFrame(bytes, pull);
+  } catch (err) {
+    throw new VelaClientError(
+      Code.INTERNAL_ERROR,
+      `${rpc}: cannot decode an answer: ${(err as Error).message}`,
+      {
+        rpc,
+      },
+    );
   }
 }

@@ -11,6 +11,7 @@ import { fromMillis, toMillis } from '../protocol/codec.js';
 import { digestMatches } from '../protocol/body-digest.js';
 import { WireEncoding, WireMessageType, type Resource, type WireMessage } from '../protocol/wire-types.js';
 import { clientError } from './errors.js';
+import { DecodedMessage } from './hot-codec.js';
 
 /** A message to send. */
 export interface Message {
@@ -143,23 +144,36 @@ export function prepareMessage(
   return { topic: m.topic, messageId, fifo, transactional, bytes, wire };
 }
 
-/** Where a received message came from: what settling it needs. */
-export interface DeliveryRef {
+/** Where received messages came from: what settling them needs (shared by the messages of one answer). */
+export interface DeliverySource {
   /** Key of the connection it arrived on. */
   endpointKey: string;
   group: Resource;
   topic: Resource;
-  receiptHandle: string;
   /** The consumer that received it (acks through another are refused). */
   owner: object;
 }
 
-const deliveries = new WeakMap<MessageView, DeliveryRef>();
-
-/** The delivery behind a received message (SDK-internal). */
-export function deliveryOf(m: MessageView): DeliveryRef | undefined {
-  return deliveries.get(m);
+/** A delivery source with the receipt handle to use when the message carries none. */
+export interface DeliveryRef extends DeliverySource {
+  receiptHandle: string;
 }
+
+let sourceOfView: (m: MessageView) => DeliverySource | undefined;
+let setHandleOfView: (m: MessageView, receiptHandle: string) => void;
+
+/** The delivery behind a received message (SDK-internal); undefined for anything else. */
+export function deliveryOf(m: MessageView): DeliverySource | undefined {
+  return sourceOfView(m);
+}
+
+/** Replace a received message's receipt handle (after ChangeInvisibleDuration; SDK-internal). */
+export function setReceiptHandle(m: MessageView, receiptHandle: string): void {
+  setHandleOfView(m, receiptHandle);
+}
+
+const EMPTY_KEYS: readonly string[] = Object.freeze([]);
+const EMPTY_PROPERTIES: Readonly<Record<string, string>> = Object.freeze({});
 
 /** A message as delivered to a consumer. */
 export class MessageView {
@@ -182,31 +196,41 @@ export class MessageView {
   readonly deliveryTimestamp: number | undefined;
   /** The body did not match its digest (push consumers nack such messages without a listener call). */
   readonly corrupted: boolean;
+  #source: DeliverySource;
+  #receiptHandle: string;
+
+  static {
+    sourceOfView = (m) => (m instanceof MessageView ? m.#source : undefined);
+    setHandleOfView = (m, receiptHandle) => {
+      m.#receiptHandle = receiptHandle;
+    };
+  }
 
   /** @internal Use a consumer to receive messages. */
-  constructor(wire: WireMessage, ref: DeliveryRef) {
-    const sp = wire.system_properties ?? {};
-    // A lean-decoded message without a body has an empty array there, not a Buffer.
-    const raw = wire.body?.length ? wire.body : EMPTY_BODY;
-    this.messageId = sp.message_id ?? '';
-    this.topic = wire.topic?.name ?? '';
-    this.tag = sp.tag || undefined;
-    this.keys = Object.freeze([...(sp.keys ?? [])]);
-    this.messageGroup = sp.message_group || undefined;
-    this.properties = Object.freeze({ ...(wire.user_properties ?? {}) });
-    this.messageType = TYPE_NAMES[sp.message_type ?? 0] ?? 'UNSPECIFIED';
-    this.deliveryAttempt = Math.max(1, sp.delivery_attempt ?? 1);
-    this.queueId = sp.queue_id ?? 0;
-    this.queueOffset = sp.queue_offset ?? 0;
-    this.bornTimestamp = toMillis(sp.born_timestamp);
-    this.bornHost = sp.born_host ?? '';
-    this.storeTimestamp = toMillis(sp.store_timestamp);
-    this.storeHost = sp.store_host || undefined;
-    this.deliveryTimestamp = toMillis(sp.delivery_timestamp);
-    const d = sp.body_digest;
-    let corrupted = d ? !digestMatches(raw, d.type, d.checksum ?? '') : false;
+  constructor(wire: WireMessage | DecodedMessage, ref: DeliveryRef) {
+    // The decoder's objects are fresh and ours: their keys and properties are frozen, not copied.
+    const fresh = wire instanceof DecodedMessage;
+    const d = fresh ? wire : decodedOf(wire);
+    this.messageId = d.messageId;
+    this.topic = d.topic;
+    this.tag = d.tag || undefined;
+    this.keys = d.keys ? Object.freeze(fresh ? d.keys : [...d.keys]) : EMPTY_KEYS;
+    this.messageGroup = d.messageGroup || undefined;
+    this.properties = d.properties ? Object.freeze(d.properties) : EMPTY_PROPERTIES;
+    this.messageType = TYPE_NAMES[d.messageType] ?? 'UNSPECIFIED';
+    this.deliveryAttempt = d.deliveryAttempt > 1 ? d.deliveryAttempt : 1;
+    this.queueId = d.queueId;
+    this.queueOffset = d.queueOffset;
+    this.bornTimestamp = d.bornTimestamp;
+    this.bornHost = d.bornHost;
+    this.storeTimestamp = d.storeTimestamp;
+    this.storeHost = d.storeHost || undefined;
+    this.deliveryTimestamp = d.deliveryTimestamp;
+    const raw = d.body;
+    let corrupted =
+      d.digestType !== 0 || d.checksum !== '' ? !digestMatches(raw, d.digestType, d.checksum) : false;
     let body = raw;
-    if (!corrupted && sp.body_encoding === WireEncoding.GZIP) {
+    if (!corrupted && d.bodyEncoding === WireEncoding.GZIP) {
       try {
         body = zlib.gunzipSync(raw);
       } catch {
@@ -215,7 +239,8 @@ export class MessageView {
     }
     this.body = body;
     this.corrupted = corrupted;
-    deliveries.set(this, { ...ref, receiptHandle: sp.receipt_handle ?? ref.receiptHandle });
+    this.#source = ref;
+    this.#receiptHandle = d.receiptHandle || ref.receiptHandle;
   }
 
   /** The body as UTF-8 text. */
@@ -230,8 +255,38 @@ export class MessageView {
 
   /** The current receipt handle (replaced by `changeInvisibleDuration`). */
   get receiptHandle(): string {
-    return deliveries.get(this)?.receiptHandle ?? '';
+    return this.#receiptHandle;
   }
 }
 
-const EMPTY_BODY = Buffer.alloc(0);
+/** A protobufjs-decoded message (a transaction check's, on Telemetry) in the decoder's flat form. */
+function decodedOf(wire: WireMessage): DecodedMessage {
+  const sp = wire.system_properties ?? {};
+  const d = new DecodedMessage();
+  d.topic = wire.topic?.name ?? '';
+  d.namespace = wire.topic?.resource_namespace ?? '';
+  const props = wire.user_properties;
+  if (props && Object.keys(props).length > 0) d.properties = { ...props };
+  d.tag = sp.tag ?? '';
+  if (sp.keys?.length) d.keys = sp.keys;
+  d.messageId = sp.message_id ?? '';
+  if (sp.body_digest) {
+    d.digestType = sp.body_digest.type ?? 0;
+    d.checksum = sp.body_digest.checksum ?? '';
+  }
+  d.bodyEncoding = sp.body_encoding ?? 0;
+  d.messageType = sp.message_type ?? 0;
+  d.bornTimestamp = toMillis(sp.born_timestamp);
+  d.bornHost = sp.born_host ?? '';
+  d.storeTimestamp = toMillis(sp.store_timestamp);
+  d.storeHost = sp.store_host ?? '';
+  d.deliveryTimestamp = toMillis(sp.delivery_timestamp);
+  d.receiptHandle = sp.receipt_handle ?? '';
+  d.queueId = sp.queue_id ?? 0;
+  d.queueOffset = sp.queue_offset ?? 0;
+  d.deliveryAttempt = sp.delivery_attempt ?? 0;
+  d.messageGroup = sp.message_group ?? '';
+  // A lean-decoded message without a body has an empty array there, not a Buffer.
+  if (wire.body?.length) d.body = Buffer.isBuffer(wire.body) ? wire.body : Buffer.from(wire.body);
+  return d;
+}

@@ -11,16 +11,10 @@
 import { EventEmitter } from 'node:events';
 import { Code } from '../common/codes.js';
 import { fromMillis } from '../protocol/codec.js';
-import {
-  WireClientType,
-  type MessageQueue,
-  type Settings,
-  type Status,
-  type WireMessage,
-} from '../protocol/wire-types.js';
-import { ConsumerBase, resolveConsumerOptions, type ConsumerOptions } from './consumer-base.js';
+import { WireClientType, type MessageQueue, type Settings, type Status } from '../protocol/wire-types.js';
+import { ConsumerBase, decodeFrame, resolveConsumerOptions, type ConsumerOptions } from './consumer-base.js';
 import { clientError, fromStatus, isVelaClientError } from './errors.js';
-import { MessageView } from './message.js';
+import { MessageView, type DeliveryRef } from './message.js';
 import { integer, nonNegative, positive, resolveClientOptions } from './options.js';
 import type { Connection } from './connection.js';
 
@@ -59,7 +53,6 @@ interface Position {
   queue: MessageQueue;
 }
 
-type PullFrame = { status?: Status; message?: WireMessage; next_offset?: number };
 const key = (topic: string, queueId: number) => `${topic}\u0000${queueId}`;
 
 export class PullConsumer extends ConsumerBase {
@@ -194,7 +187,7 @@ export class PullConsumer extends ConsumerBase {
 
   private async pullOnce(pos: Position, pollMs: number, signal: AbortSignal): Promise<MessageView[]> {
     const topic = pos.queue.topic.name ?? '';
-    const frames = await pos.conn.serverStream<PullFrame>(
+    const frames = await pos.conn.deliveries(
       'PullMessage',
       {
         group: this.groupResource(),
@@ -206,8 +199,22 @@ export class PullConsumer extends ConsumerBase {
       },
       { timeoutMs: this.clientConfig.requestTimeoutMs + pollMs, signal },
     );
-    const status = frames.find((f) => f.status)?.status;
-    const next = frames.find((f) => f.next_offset !== undefined && f.next_offset !== null)?.next_offset;
+    const ref: DeliveryRef = {
+      endpointKey: pos.conn.key,
+      group: this.groupResource(),
+      topic: this.resource(topic),
+      receiptHandle: '',
+      owner: this,
+    };
+    let status: Status | undefined;
+    let next: number | undefined;
+    const messages: MessageView[] = [];
+    for (const bytes of frames) {
+      const f = decodeFrame(bytes, true, 'PullMessage');
+      if (f.message) messages.push(new MessageView(f.message, ref));
+      else if (f.status) status ??= f.status;
+      else if (f.nextOffset !== undefined) next ??= f.nextOffset;
+    }
     if (status?.code === Code.ILLEGAL_OFFSET && next !== undefined) {
       // Retention removed our offset, or an admin reset moved the group: continue where we are told.
       pos.next = pos.consumed = next;
@@ -215,14 +222,6 @@ export class PullConsumer extends ConsumerBase {
     }
     if (status && status.code !== Code.OK && status.code !== Code.MESSAGE_NOT_FOUND)
       throw fromStatus(status, 'PullMessage');
-    const ref = {
-      endpointKey: pos.conn.key,
-      group: this.groupResource(),
-      topic: this.resource(topic),
-      receiptHandle: '',
-      owner: this,
-    };
-    const messages = frames.filter((f) => f.message).map((f) => new MessageView(f.message!, ref));
     if (next !== undefined) pos.next = next;
     return messages;
   }

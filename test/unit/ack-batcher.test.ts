@@ -6,15 +6,14 @@ import type { Connection } from '../../src/client/connection.js';
 import { Timers } from '../../src/common/timers.js';
 
 interface Sent {
-  entries: { receipt_handle: string }[];
+  entries: readonly { receiptHandle: string }[];
   answer: () => void;
 }
 
 function setup() {
   const sent: Sent[] = [];
   const timers = new Timers();
-  const batcher = new AckBatcher(timers, (_conn, request) => {
-    const entries = (request as { entries: { receipt_handle: string }[] }).entries;
+  const batcher = new AckBatcher(timers, (_conn, _group, _topic, entries) => {
     return new Promise((resolve) => {
       sent.push({
         entries,

@@ -1,0 +1,438 @@
+/**
+ * The consumer's hot path on the wire, by hand: ReceiveMessage and PullMessage answer frames decoded
+ * straight into flat `DecodedMessage`s, and AckMessage requests and answers. protobufjs builds a
+ * nested object per message (topic, system properties, digest, three timestamps) and then the SDK
+ * copied it into a MessageView; its generic writer allocates per field. Here one pass reads each field
+ * into its place, and an AckMessage is measured and written into one buffer.
+ *
+ * The decoder follows protobuf's rules as protobufjs applies them: fields in any order, the last
+ * occurrence of a scalar wins, repeated and map fields accumulate, unknown fields are skipped by
+ * wire type; bytes that do not parse throw. The encoder writes what protobufjs writes for the same
+ * request (fields in number order, empty strings left out); test/sdk/hot-codec.test.ts checks both
+ * against protobufjs.
+ */
+import type { Resource, Status } from '../protocol/wire-types.js';
+
+// ---- reading ----------------------------------------------------------------------------------------
+
+class Malformed extends Error {
+  override readonly name = 'MalformedFrame';
+}
+
+let buf: Buffer = Buffer.alloc(0);
+let pos = 0;
+
+function varint(end: number): number {
+  if (pos >= end) throw new Malformed('truncated varint');
+  let b = buf[pos++]!;
+  if (b < 128) return b;
+  let lo = b & 127;
+  for (let shift = 7; shift < 28; shift += 7) {
+    if (pos >= end) throw new Malformed('truncated varint');
+    b = buf[pos++]!;
+    lo |= (b & 127) << shift;
+    if (b < 128) return lo >>> 0;
+  }
+  if (pos >= end) throw new Malformed('truncated varint');
+  b = buf[pos++]!;
+  lo |= (b & 15) << 28;
+  let hi = (b & 127) >> 4;
+  if (b >= 128) {
+    for (let shift = 3; ; shift += 7) {
+      if (shift > 31 || pos >= end) throw new Malformed('bad varint');
+      b = buf[pos++]!;
+      hi |= (b & 127) << shift;
+      if (b < 128) break;
+    }
+  }
+  // A negative int64 (ten bytes, two's complement); exact down to -2^53.
+  if (hi & 0x80000000) return -((~hi >>> 0) * 4294967296 + (4294967296 - (lo >>> 0)));
+  return (hi >>> 0) * 4294967296 + (lo >>> 0);
+}
+
+/** An int32 or enum field: the low 32 bits, signed, as protobufjs reads them (exact: see varint). */
+function int32(end: number): number {
+  return varint(end) | 0;
+}
+
+function lengthOf(end: number): number {
+  const n = varint(end);
+  if (n > end - pos) throw new Malformed('length past the end');
+  return n;
+}
+
+/** Read a nested message's length: where it stops. */
+function enter(end: number): number {
+  const n = lengthOf(end);
+  return pos + n;
+}
+
+function string(end: number): string {
+  const n = lengthOf(end);
+  const start = pos;
+  pos += n;
+  return n === 0 ? '' : buf.toString('utf8', start, pos);
+}
+
+function skip(wireType: number, end: number): void {
+  switch (wireType) {
+    case 0:
+      varint(end);
+      return;
+    case 1:
+      pos += 8;
+      break;
+    case 2: {
+      const n = lengthOf(end);
+      pos += n;
+      return;
+    }
+    case 5:
+      pos += 4;
+      break;
+    default:
+      throw new Malformed(`wire type ${wireType}`);
+  }
+  if (pos > end) throw new Malformed('field past the end');
+}
+
+/** A Timestamp or Duration in ms (seconds × 1000 + whole ms of nanos), as `toMillis` reads it. */
+function millis(end: number): number {
+  const stop = enter(end);
+  let seconds = 0;
+  let nanos = 0;
+  while (pos < stop) {
+    const tag = varint(stop);
+    if (tag === 8) seconds = varint(stop);
+    else if (tag === 16) nanos = int32(stop);
+    else skip(tag & 7, stop);
+  }
+  return seconds * 1000 + Math.floor(nanos / 1e6);
+}
+
+function status(end: number): Status {
+  const stop = enter(end);
+  let code = 0;
+  let message = '';
+  while (pos < stop) {
+    const tag = varint(stop);
+    if (tag === 8) code = int32(stop);
+    else if (tag === 18) message = string(stop);
+    else skip(tag & 7, stop);
+  }
+  return { code, message };
+}
+
+// ---- delivered messages -----------------------------------------------------------------------------
+
+/** A delivered message, flat: what MessageView is made of (absent fields as protobuf's defaults). */
+export class DecodedMessage {
+  topic = '';
+  namespace = '';
+  /** User properties; null when there are none. */
+  properties: Record<string, string> | null = null;
+  tag = '';
+  keys: string[] | null = null;
+  messageId = '';
+  digestType = 0;
+  checksum = '';
+  /** Absent: 0 (UNSPECIFIED). */
+  bodyEncoding = 0;
+  messageType = 0;
+  bornTimestamp: number | undefined = undefined;
+  bornHost = '';
+  storeTimestamp: number | undefined = undefined;
+  storeHost = '';
+  deliveryTimestamp: number | undefined = undefined;
+  receiptHandle = '';
+  queueId = 0;
+  queueOffset = 0;
+  deliveryAttempt = 0;
+  messageGroup = '';
+  body: Buffer = EMPTY;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function resource(end: number, m: DecodedMessage): void {
+  const stop = enter(end);
+  while (pos < stop) {
+    const tag = varint(stop);
+    if (tag === 10) m.namespace = string(stop);
+    else if (tag === 18) m.topic = string(stop);
+    else skip(tag & 7, stop);
+  }
+}
+
+function property(end: number, m: DecodedMessage): void {
+  const stop = enter(end);
+  let key = '';
+  let value = '';
+  while (pos < stop) {
+    const tag = varint(stop);
+    if (tag === 10) key = string(stop);
+    else if (tag === 18) value = string(stop);
+    else skip(tag & 7, stop);
+  }
+  (m.properties ??= {})[key] = value;
+}
+
+function digest(end: number, m: DecodedMessage): void {
+  const stop = enter(end);
+  while (pos < stop) {
+    const tag = varint(stop);
+    if (tag === 8) m.digestType = int32(stop);
+    else if (tag === 18) m.checksum = string(stop);
+    else skip(tag & 7, stop);
+  }
+}
+
+function systemProperties(end: number, m: DecodedMessage): void {
+  const stop = enter(end);
+  while (pos < stop) {
+    const tag = varint(stop);
+    switch (tag) {
+      case (1 << 3) | 2:
+        m.tag = string(stop);
+        break;
+      case (2 << 3) | 2:
+        (m.keys ??= []).push(string(stop));
+        break;
+      case (3 << 3) | 2:
+        m.messageId = string(stop);
+        break;
+      case (4 << 3) | 2:
+        digest(stop, m);
+        break;
+      case 5 << 3:
+        m.bodyEncoding = int32(stop);
+        break;
+      case 6 << 3:
+        m.messageType = int32(stop);
+        break;
+      case (7 << 3) | 2:
+        m.bornTimestamp = millis(stop);
+        break;
+      case (8 << 3) | 2:
+        m.bornHost = string(stop);
+        break;
+      case (9 << 3) | 2:
+        m.storeTimestamp = millis(stop);
+        break;
+      case (10 << 3) | 2:
+        m.storeHost = string(stop);
+        break;
+      case (11 << 3) | 2:
+        m.deliveryTimestamp = millis(stop);
+        break;
+      case (12 << 3) | 2:
+        m.receiptHandle = string(stop);
+        break;
+      case 13 << 3:
+        m.queueId = int32(stop);
+        break;
+      case 14 << 3:
+        m.queueOffset = varint(stop);
+        break;
+      case 16 << 3:
+        m.deliveryAttempt = int32(stop);
+        break;
+      case (17 << 3) | 2:
+        m.messageGroup = string(stop);
+        break;
+      default:
+        skip(tag & 7, stop);
+    }
+  }
+}
+
+function message(end: number): DecodedMessage {
+  const m = new DecodedMessage();
+  const stop = enter(end);
+  while (pos < stop) {
+    const tag = varint(stop);
+    switch (tag) {
+      case (1 << 3) | 2:
+        resource(stop, m);
+        break;
+      case (2 << 3) | 2:
+        property(stop, m);
+        break;
+      case (3 << 3) | 2:
+        systemProperties(stop, m);
+        break;
+      case (4 << 3) | 2: {
+        const n = lengthOf(stop);
+        m.body = n === 0 ? EMPTY : buf.subarray(pos, pos + n);
+        pos += n;
+        break;
+      }
+      default:
+        skip(tag & 7, stop);
+    }
+  }
+  return m;
+}
+
+/** One frame of a ReceiveMessage or PullMessage answer (a oneof: at most one of these is set). */
+export interface DeliveryFrame {
+  status?: Status;
+  message?: DecodedMessage;
+  /** PullMessage only. */
+  nextOffset?: number;
+}
+
+/**
+ * Decode one answer frame: `pull` for PullMessageResponse (field 3 is `next_offset`), else
+ * ReceiveMessageResponse (field 3 is the delivery timestamp, which the SDK does not use).
+ */
+export function decodeDeliveryFrame(bytes: Buffer, pull: boolean): DeliveryFrame {
+  buf = bytes;
+  pos = 0;
+  const end = bytes.length;
+  const frame: DeliveryFrame = {};
+  try {
+    while (pos < end) {
+      const tag = varint(end);
+      if (tag === 10) {
+        frame.status = status(end);
+      } else if (tag === 18) {
+        frame.message = message(end);
+      } else if (tag === 24 && pull) {
+        frame.nextOffset = varint(end);
+      } else skip(tag & 7, end);
+    }
+  } finally {
+    buf = EMPTY;
+  }
+  return frame;
+}
+
+// ---- AckMessage -------------------------------------------------------------------------------------
+
+function vsize(v: number): number {
+  let n = 1;
+  while (v >= 128) {
+    v = Math.floor(v / 128);
+    n++;
+  }
+  return n;
+}
+
+function writeVarint(out: Buffer, at: number, v: number): number {
+  while (v >= 128) {
+    out[at++] = (v & 127) | 128;
+    v = Math.floor(v / 128);
+  }
+  out[at++] = v;
+  return at;
+}
+
+/** UTF-8 length; ASCII strings (receipt handles, ids, names) are counted in JavaScript. */
+function utf8Length(s: string): number {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s, 'utf8');
+  return s.length;
+}
+
+function writeString(out: Buffer, at: number, tag: number, s: string, n: number): number {
+  out[at++] = tag;
+  at = writeVarint(out, at, n);
+  if (n === s.length) for (let i = 0; i < n; i++) out[at + i] = s.charCodeAt(i);
+  else out.write(s, at, n, 'utf8');
+  return at + n;
+}
+
+function resourceSize(r: Resource, lens: number[]): number {
+  const ns = r.resource_namespace ? utf8Length(r.resource_namespace) : 0;
+  const name = r.name ? utf8Length(r.name) : 0;
+  lens.push(ns, name);
+  return (ns ? 1 + vsize(ns) + ns : 0) + (name ? 1 + vsize(name) + name : 0);
+}
+
+function writeResource(
+  out: Buffer,
+  at: number,
+  tag: number,
+  r: Resource,
+  size: number,
+  ns: number,
+  name: number,
+) {
+  out[at++] = tag;
+  at = writeVarint(out, at, size);
+  if (ns) at = writeString(out, at, 10, r.resource_namespace!, ns);
+  if (name) at = writeString(out, at, 18, r.name!, name);
+  return at;
+}
+
+export interface AckEntry {
+  messageId: string;
+  receiptHandle: string;
+}
+
+/** An AckMessageRequest, byte for byte as protobufjs encodes `{ group, topic, entries }`. */
+export function encodeAckRequest(group: Resource, topic: Resource, entries: readonly AckEntry[]): Buffer {
+  const lens: number[] = [];
+  const groupSize = resourceSize(group, lens);
+  const topicSize = resourceSize(topic, lens);
+  let size = 1 + vsize(groupSize) + groupSize + 1 + vsize(topicSize) + topicSize;
+  const entryLens: number[] = new Array(entries.length * 3);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    const id = e.messageId ? utf8Length(e.messageId) : 0;
+    const handle = e.receiptHandle ? utf8Length(e.receiptHandle) : 0;
+    const n = (id ? 1 + vsize(id) + id : 0) + (handle ? 1 + vsize(handle) + handle : 0);
+    entryLens[i * 3] = n;
+    entryLens[i * 3 + 1] = id;
+    entryLens[i * 3 + 2] = handle;
+    size += 1 + vsize(n) + n;
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = writeResource(out, 0, 10, group, groupSize, lens[0]!, lens[1]!);
+  at = writeResource(out, at, 18, topic, topicSize, lens[2]!, lens[3]!);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    out[at++] = 26;
+    at = writeVarint(out, at, entryLens[i * 3]!);
+    const id = entryLens[i * 3 + 1]!;
+    const handle = entryLens[i * 3 + 2]!;
+    if (id) at = writeString(out, at, 10, e.messageId, id);
+    if (handle) at = writeString(out, at, 18, e.receiptHandle, handle);
+  }
+  if (at !== size) throw new Error(`AckMessage: wrote ${at} of ${size} bytes`);
+  return out;
+}
+
+/** An AckMessageResponse, as far as the SDK reads it: the status, and each entry's status in order. */
+export interface AckAnswer {
+  status?: Status;
+  entries: { status?: Status }[];
+}
+
+/** Decode an AckMessageResponse, skipping the ids and receipt handles it echoes. */
+export function decodeAckResponse(bytes: Buffer): AckAnswer {
+  buf = bytes;
+  pos = 0;
+  const end = bytes.length;
+  const answer: AckAnswer = { entries: [] };
+  try {
+    while (pos < end) {
+      const tag = varint(end);
+      if (tag === 10) {
+        answer.status = status(end);
+      } else if (tag === 18) {
+        const stop = enter(end);
+        const entry: { status?: Status } = {};
+        while (pos < stop) {
+          const t = varint(stop);
+          if (t === 26) entry.status = status(stop);
+          else skip(t & 7, stop);
+        }
+        answer.entries.push(entry);
+      } else skip(tag & 7, end);
+    }
+  } finally {
+    buf = EMPTY;
+  }
+  return answer;
+}

@@ -1,0 +1,221 @@
+/**
+ * The SDK's hand-written codec of the consume path against protobufjs: delivered frames decode to the
+ * same fields, AckMessage requests encode to the same bytes, and bytes that do not parse throw.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { decode, encode, fromMillis, messagingMethods, toMillis } from '../../src/protocol/codec.js';
+import { toWireMessage } from '../../src/protocol/convert.js';
+import {
+  decodeAckResponse,
+  decodeDeliveryFrame,
+  encodeAckRequest,
+  type DecodedMessage,
+} from '../../src/client/hot-codec.js';
+import { MessageView } from '../../src/client/message.js';
+import type { WireMessage } from '../../src/protocol/wire-types.js';
+import type { BrokerMessage } from '../../src/broker/message.js';
+
+const method = (name: string) => messagingMethods().get(name)!;
+const receive = method('ReceiveMessage').responseType;
+const pull = method('PullMessage').responseType;
+const ackRequest = method('AckMessage').requestType;
+const ackResponse = method('AckMessage').responseType;
+
+function stored(over: Partial<BrokerMessage> = {}): BrokerMessage {
+  return {
+    topic: 'T',
+    queueId: 3,
+    queueOffset: 2 ** 40 + 5,
+    messageId: '0A0B0C0D0E0F00112233445566778899',
+    body: randomBytes(1024),
+    keys: [],
+    properties: {},
+    bornTimestamp: 1_764_000_000_123,
+    bornHost: '10.0.0.1',
+    storeTimestamp: 1_764_000_000_456,
+    sysFlag: 0,
+    ...over,
+  } as BrokerMessage;
+}
+
+const messages: [string, WireMessage][] = [
+  [
+    'a first delivery with a receipt handle and a CRC32 digest',
+    toWireMessage(stored(), {
+      receiptHandle: 'h'.repeat(39),
+      deliveryAttempt: 1,
+      invisibleMs: 30_000,
+      storeHost: '127.0.0.1:8081',
+      crc32Digest: true,
+    }),
+  ],
+  [
+    'tag, keys, message group, unicode properties, delay, redelivery, gzip, namespace',
+    toWireMessage(
+      stored({
+        topic: 'ns%T',
+        tag: 'TagA',
+        keys: ['k1', 'ключ', ''],
+        messageGroup: 'グループ',
+        deliveryTimestamp: 1_764_000_100_999,
+        properties: { a: '1', ü: 'é😀', empty: '' },
+        body: Buffer.alloc(0),
+        sysFlag: 1 | 8,
+      } as Partial<BrokerMessage>),
+      { receiptHandle: 'x', deliveryAttempt: 17, invisibleMs: 0, storeHost: 'h:1' },
+    ),
+  ],
+  ['a pulled message', toWireMessage(stored(), { deliveryAttempt: 1, storeHost: 'h:1' })],
+  [
+    'fields this broker never sends: negative queue id, trace context, priority, dead-letter queue',
+    {
+      topic: { name: 'T' },
+      system_properties: {
+        message_id: 'id',
+        queue_id: -1,
+        trace_context: 'tc',
+        priority: 5,
+        dead_letter_queue: { topic: 'DLQ', message_id: 'x' },
+        orphaned_transaction_recovery_duration: { seconds: 3 },
+      },
+      body: Buffer.from('b'),
+    } as WireMessage,
+  ],
+  ['an empty message', {}],
+];
+
+/** What MessageView reads, from protobufjs's plain-object decoding. */
+function expected(m: WireMessage | undefined) {
+  const sp = m?.system_properties ?? {};
+  return {
+    topic: m?.topic?.name ?? '',
+    namespace: m?.topic?.resource_namespace ?? '',
+    properties: Object.keys(m?.user_properties ?? {}).length ? m!.user_properties : null,
+    tag: sp.tag ?? '',
+    keys: sp.keys?.length ? sp.keys : null,
+    messageId: sp.message_id ?? '',
+    digestType: sp.body_digest?.type ?? 0,
+    checksum: sp.body_digest?.checksum ?? '',
+    bodyEncoding: sp.body_encoding ?? 0,
+    messageType: sp.message_type ?? 0,
+    bornTimestamp: toMillis(sp.born_timestamp),
+    bornHost: sp.born_host ?? '',
+    storeTimestamp: toMillis(sp.store_timestamp),
+    storeHost: sp.store_host ?? '',
+    deliveryTimestamp: toMillis(sp.delivery_timestamp),
+    receiptHandle: sp.receipt_handle ?? '',
+    queueId: sp.queue_id ?? 0,
+    queueOffset: sp.queue_offset ?? 0,
+    deliveryAttempt: sp.delivery_attempt ?? 0,
+    messageGroup: sp.message_group ?? '',
+    body: Buffer.from(m?.body ?? []),
+  };
+}
+
+function flat(d: DecodedMessage | undefined) {
+  assert.ok(d);
+  return { ...d, body: Buffer.from(d.body) };
+}
+
+for (const [name, m] of messages) {
+  test(`delivered frames decode as protobufjs decodes them: ${name}`, () => {
+    const bytes = Buffer.from(encode(receive, { message: m }));
+    const want = decode(receive, bytes) as { message?: WireMessage };
+    assert.deepEqual(flat(decodeDeliveryFrame(bytes, false).message), expected(want.message));
+    const pulled = Buffer.from(encode(pull, { message: m }));
+    assert.deepEqual(flat(decodeDeliveryFrame(pulled, true).message), expected(want.message));
+  });
+}
+
+test('status, delivery timestamp and next offset frames', () => {
+  const status = { code: 40401, message: 'no new message ✓' };
+  assert.deepEqual(decodeDeliveryFrame(Buffer.from(encode(receive, { status })), false), { status });
+  assert.deepEqual(decodeDeliveryFrame(Buffer.from(encode(receive, { status: {} })), false), {
+    status: { code: 0, message: '' },
+  });
+  const stamp = Buffer.from(encode(receive, { delivery_timestamp: fromMillis(1_764_000_000_000) }));
+  assert.deepEqual(decodeDeliveryFrame(stamp, false), {});
+  const next = Buffer.from(encode(pull, { next_offset: 2 ** 45 + 3 }));
+  assert.deepEqual(decodeDeliveryFrame(next, true), { nextOffset: 2 ** 45 + 3 });
+  assert.deepEqual(decodeDeliveryFrame(Buffer.from(encode(pull, { next_offset: 0 })), true), {
+    nextOffset: 0,
+  });
+});
+
+test('a MessageView from the decoder equals one from protobufjs', () => {
+  const ref = { endpointKey: 'e', group: { name: 'G' }, topic: { name: 'T' }, receiptHandle: '', owner: {} };
+  for (const [, m] of messages) {
+    const bytes = Buffer.from(encode(receive, { message: m }));
+    const fast = new MessageView(decodeDeliveryFrame(bytes, false).message!, ref);
+    const slow = new MessageView((decode(receive, bytes) as { message: WireMessage }).message, ref);
+    assert.deepEqual({ ...fast }, { ...slow });
+    assert.equal(fast.receiptHandle, slow.receiptHandle);
+    assert.ok(Object.isFrozen(fast.keys) && Object.isFrozen(fast.properties));
+  }
+});
+
+test('bytes that do not parse throw instead of giving a wrong message', () => {
+  const good = Buffer.from(encode(receive, { message: messages[0]![1] }));
+  for (const cut of [1, 2, 10, good.length - 1]) {
+    assert.throws(() => decodeDeliveryFrame(good.subarray(0, cut), false), `cut at ${cut}`);
+  }
+  assert.throws(
+    () => decodeDeliveryFrame(Buffer.from([0x12, 0x05, 0x0a, 0x10]), false),
+    'a length past its message',
+  );
+  assert.throws(() => decodeDeliveryFrame(Buffer.from([0x0b]), false), 'a group (wire type 3)');
+  assert.throws(() => decodeDeliveryFrame(Buffer.from([0x18, 0xff]), true), 'a truncated varint');
+});
+
+test('AckMessage requests are byte for byte what protobufjs writes', () => {
+  const cases = [
+    { group: { name: 'G' }, topic: { name: 'T' }, entries: [{ messageId: 'id', receiptHandle: 'h' }] },
+    {
+      group: { name: 'G', resource_namespace: 'ns' },
+      topic: { name: 'Tü' },
+      entries: Array.from({ length: 64 }, (_, i) => ({
+        messageId: `0102FC0000000131740B13B95F${i}`,
+        receiptHandle: `${'r'.repeat(100 + i)}é`,
+      })),
+    },
+    {
+      group: {},
+      topic: { name: 'T', resource_namespace: '' },
+      entries: [{ messageId: '', receiptHandle: '' }],
+    },
+    { group: { name: 'G' }, topic: { name: 'T' }, entries: [] },
+  ];
+  for (const c of cases) {
+    const want = Buffer.from(
+      encode(ackRequest, {
+        group: c.group,
+        topic: c.topic,
+        entries: c.entries.map((e) => ({ message_id: e.messageId, receipt_handle: e.receiptHandle })),
+      }),
+    );
+    assert.deepEqual(encodeAckRequest(c.group, c.topic, c.entries), want);
+  }
+});
+
+test('AckMessage answers: the status and each entry status, in order', () => {
+  const ok = { code: 20000, message: 'OK' };
+  const bad = { code: 40012, message: 'invalid receipt handle' };
+  const bytes = Buffer.from(
+    encode(ackResponse, {
+      status: { code: 30000, message: 'multiple results' },
+      entries: [
+        { message_id: 'a', receipt_handle: 'h1', status: ok },
+        { message_id: 'b', receipt_handle: 'h2', status: bad },
+        { message_id: 'c', receipt_handle: 'h3' },
+      ],
+    }),
+  );
+  assert.deepEqual(decodeAckResponse(bytes), {
+    status: { code: 30000, message: 'multiple results' },
+    entries: [{ status: ok }, { status: bad }, {}],
+  });
+  assert.deepEqual(decodeAckResponse(Buffer.alloc(0)), { entries: [] });
+  assert.throws(() => decodeAckResponse(bytes.subarray(0, bytes.length - 2)));
+});

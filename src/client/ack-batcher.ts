@@ -1,8 +1,8 @@
 /**
  * Coalesces acknowledgements: acks for the same broker, group and topic go out as one AckMessage with
- * many entries (at most `MAX_ENTRIES`). While no AckMessage of that key is in flight, what was issued
+ * many entries (at most `MAX_ACK_ENTRIES`). While no AckMessage of that key is in flight, what was issued
  * in one turn of the event loop goes at the end of the turn; while one is, acks gather until it is
- * answered (or until `MAX_ENTRIES` are waiting), so a busy consumer sends full batches rather than one
+ * answered (or until `MAX_ACK_ENTRIES` are waiting), so a busy consumer sends full batches rather than one
  * per received batch. Each caller gets its own entry's outcome: resolved, or rejected with that
  * entry's typed error.
  */
@@ -13,7 +13,11 @@ import { VelaClientError, fromStatus, isOk } from './errors.js';
 import type { Cancel, Timers } from '../common/timers.js';
 import { Code } from '../common/codes.js';
 
-const MAX_ENTRIES = 64;
+/**
+ * Most entries per AckMessage (the broker takes up to `maxRequestEntries`, 1,024 by default). Each
+ * call costs the SDK tens of µs in node:http2 alone, so a busy consumer's acks go in large batches.
+ */
+export const MAX_ACK_ENTRIES = 256;
 
 interface Item {
   messageId: string;
@@ -61,7 +65,7 @@ export class AckBatcher {
       let p = this.pending.get(key);
       if (!p) this.pending.set(key, (p = { conn, group, topic, items: [] }));
       p.items.push({ messageId, receiptHandle, resolve, reject });
-      if (p.items.length >= MAX_ENTRIES) this.flushKey(key);
+      if (p.items.length >= MAX_ACK_ENTRIES) this.flushKey(key);
       else if (!this.busy.has(key)) this.scheduled ??= this.timers.immediate(() => this.flushIdle());
     });
   }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { AckBatcher } from '../../src/client/ack-batcher.js';
+import { AckBatcher, MAX_ACK_ENTRIES } from '../../src/client/ack-batcher.js';
 import type { Connection } from '../../src/client/connection.js';
 import { Timers } from '../../src/common/timers.js';
 
@@ -66,9 +66,9 @@ test('a full batch goes at once even while another is in flight', async () => {
   const { sent, ack, timers } = setup();
   const first = ack('x');
   await nextTurn();
-  const many = Array.from({ length: 64 }, (_, i) => ack(`m${i}`));
-  assert.equal(sent.length, 2, 'the 64th ack sent the batch');
-  assert.equal(sent[1]!.entries.length, 64);
+  const many = Array.from({ length: MAX_ACK_ENTRIES }, (_, i) => ack(`m${i}`));
+  assert.equal(sent.length, 2, 'the last ack of a full batch sent it');
+  assert.equal(sent[1]!.entries.length, MAX_ACK_ENTRIES);
   for (const s of sent) s.answer();
   await Promise.all([first, ...many]);
   timers.clear();

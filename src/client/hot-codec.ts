@@ -67,11 +67,19 @@ function enter(end: number): number {
   return pos + n;
 }
 
+/**
+ * Buffer's own UTF-8 slicer, which `toString('utf8', …)` ends in after checking its arguments and
+ * looking up the encoding (protobufjs calls it too); undocumented, hence the fallback.
+ */
+const utf8Slice = (Buffer.prototype as unknown as { utf8Slice?: (start: number, end: number) => string })
+  .utf8Slice;
+
 function string(end: number): string {
   const n = lengthOf(end);
   const start = pos;
   pos += n;
-  return n === 0 ? '' : buf.toString('utf8', start, pos);
+  if (n === 0) return '';
+  return utf8Slice ? utf8Slice.call(buf, start, pos) : buf.toString('utf8', start, pos);
 }
 
 function skip(wireType: number, end: number): void {

@@ -61,13 +61,24 @@ export class AckBatcher {
     receiptHandle: string,
   ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const key = `${conn.key}\u0000${group.name}\u0000${topic.name}`;
+      const key = this.keyOf(conn, group, topic);
       let p = this.pending.get(key);
       if (!p) this.pending.set(key, (p = { conn, group, topic, items: [] }));
       p.items.push({ messageId, receiptHandle, resolve, reject });
       if (p.items.length >= MAX_ACK_ENTRIES) this.flushKey(key);
       else if (!this.busy.has(key)) this.scheduled ??= this.timers.immediate(() => this.flushIdle());
     });
+  }
+
+  private last: { conn: Connection; group: Resource; topic: Resource; key: string } | undefined;
+
+  /** The batch key; the messages of one receive share their objects, so the last key is reused. */
+  private keyOf(conn: Connection, group: Resource, topic: Resource): string {
+    const l = this.last;
+    if (l && l.conn === conn && l.group === group && l.topic === topic) return l.key;
+    const key = `${conn.key}\u0000${group.name}\u0000${topic.name}`;
+    this.last = { conn, group, topic, key };
+    return key;
   }
 
   /** Send everything pending now. */

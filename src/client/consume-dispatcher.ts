@@ -117,8 +117,10 @@ export class ConsumeDispatcher {
   private consumed(unit: Unit, ok: boolean): void {
     this.running--;
     this.pump();
-    const done = () => this.settled(unit);
-    this.hooks.settle(unit.message, ok).then(done, done);
+    this.hooks.settle(unit.message, ok).then(
+      () => this.settled(unit),
+      () => this.settled(unit),
+    );
   }
 
   private settled(unit: Unit): void {

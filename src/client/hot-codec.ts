@@ -82,6 +82,37 @@ function string(end: number): string {
   return utf8Slice ? utf8Slice.call(buf, start, pos) : buf.toString('utf8', start, pos);
 }
 
+/** The last value of a field that repeats from message to message (topic, hosts), with its bytes. */
+class Recent {
+  readonly bytes = Buffer.alloc(128);
+  len = -1;
+  value = '';
+}
+
+/** A string field that usually repeats: the last string itself when the bytes are the same. */
+function recent(end: number, r: Recent): string {
+  const n = lengthOf(end);
+  const start = pos;
+  pos += n;
+  if (n === r.len) {
+    let i = 0;
+    while (i < n && buf[start + i] === r.bytes[i]) i++;
+    if (i === n) return r.value;
+  }
+  const v = n === 0 ? '' : utf8Slice ? utf8Slice.call(buf, start, pos) : buf.toString('utf8', start, pos);
+  if (n <= r.bytes.length) {
+    buf.copy(r.bytes, 0, start, pos);
+    r.len = n;
+    r.value = v;
+  } else r.len = -1;
+  return v;
+}
+
+const recentTopic = new Recent();
+const recentNamespace = new Recent();
+const recentBornHost = new Recent();
+const recentStoreHost = new Recent();
+
 function skip(wireType: number, end: number): void {
   switch (wireType) {
     case 0:
@@ -166,8 +197,8 @@ function resource(end: number, m: DecodedMessage): void {
   const stop = enter(end);
   while (pos < stop) {
     const tag = varint(stop);
-    if (tag === 10) m.namespace = string(stop);
-    else if (tag === 18) m.topic = string(stop);
+    if (tag === 10) m.namespace = recent(stop, recentNamespace);
+    else if (tag === 18) m.topic = recent(stop, recentTopic);
     else skip(tag & 7, stop);
   }
 }
@@ -222,13 +253,13 @@ function systemProperties(end: number, m: DecodedMessage): void {
         m.bornTimestamp = millis(stop);
         break;
       case (8 << 3) | 2:
-        m.bornHost = string(stop);
+        m.bornHost = recent(stop, recentBornHost);
         break;
       case (9 << 3) | 2:
         m.storeTimestamp = millis(stop);
         break;
       case (10 << 3) | 2:
-        m.storeHost = string(stop);
+        m.storeHost = recent(stop, recentStoreHost);
         break;
       case (11 << 3) | 2:
         m.deliveryTimestamp = millis(stop);

@@ -110,6 +110,26 @@ function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof (v as { then?: unknown } | null)?.then === 'function';
 }
 
+/** A listener's context: its signal is created only when the listener reads it. */
+class ListenerContext implements ConsumeContext {
+  private ac: AbortController | undefined;
+  private timedOut: VelaClientError | undefined;
+
+  get signal(): AbortSignal {
+    if (!this.ac) {
+      this.ac = new AbortController();
+      if (this.timedOut) this.ac.abort(this.timedOut);
+    }
+    return this.ac.signal;
+  }
+
+  /** The listener ran past its timeout: its signal is (or will be, once read) aborted. */
+  timeOut(err: VelaClientError): void {
+    this.timedOut = err;
+    this.ac?.abort(err);
+  }
+}
+
 interface Loop {
   ac: AbortController;
   done: Promise<void>;
@@ -273,25 +293,11 @@ export class PushConsumer extends ConsumerBase {
       return false;
     }
     await undefined; // the listener never runs inside the caller's turn (receive loop, dispatcher)
-    let ac: AbortController | undefined;
-    let timedOut: VelaClientError | undefined;
-    const context: ConsumeContext = {
-      get signal() {
-        if (!ac) {
-          ac = new AbortController();
-          if (timedOut) ac.abort(timedOut);
-        }
-        return ac.signal;
-      },
-    };
+    const context = new ListenerContext();
     let r: unknown;
     try {
       r = this.options.listener(m, context);
-      if (isThenable(r))
-        r = await this.withTimeout(r, m, (err) => {
-          timedOut = err;
-          ac?.abort(err);
-        });
+      if (isThenable(r)) r = await this.withTimeout(r, m, (err) => context.timeOut(err));
     } catch (err) {
       this.logger.debug(
         { err, messageId: m.messageId, topic: m.topic },

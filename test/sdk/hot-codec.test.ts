@@ -219,3 +219,20 @@ test('AckMessage answers: the status and each entry status, in order', () => {
   assert.deepEqual(decodeAckResponse(Buffer.alloc(0)), { entries: [] });
   assert.throws(() => decodeAckResponse(bytes.subarray(0, bytes.length - 2)));
 });
+
+test('fields that usually repeat (topic, namespace, hosts) decode right when they change', () => {
+  const names = ['TA', 'TB', 'TA', 'TA', 'Tü', 'x'.repeat(200), 'x'.repeat(200), 'TB', ''];
+  for (const [i, name] of names.entries()) {
+    const host = i % 3 === 0 ? '10.0.0.1' : '10.0.0.2';
+    const m: WireMessage = {
+      topic: { name, resource_namespace: i % 2 ? 'ns1' : 'ns2' },
+      system_properties: { message_id: `id${i}`, born_host: host, store_host: `${host}:8081` },
+    };
+    const d = decodeDeliveryFrame(Buffer.from(encode(receive, { message: m })), false).message!;
+    assert.deepEqual(
+      [d.topic, d.namespace, d.bornHost, d.storeHost],
+      [name, i % 2 ? 'ns1' : 'ns2', host, `${host}:8081`],
+      `message ${i}`,
+    );
+  }
+});

@@ -17,10 +17,11 @@
  * (store-health.ts) are their own modules; what stays here are the steps that must see all of them at
  * once (an append, a checkpoint's consistent cut, retention applying a plan to every index).
  */
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { isVelaError, VelaError } from '../common/errors.js';
 import { SegmentLog } from './segment-log.js';
-import { QueueIndex } from './queue-index.js';
+import { QueueIndex, type IndexEntry } from './queue-index.js';
 import { KeyIndex } from './key-index.js';
 import { readCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planRetention } from './retention.js';
@@ -83,7 +84,16 @@ export class MessageStore {
   private lock!: DirLock;
   private recovery!: RecoveryReport;
 
+  /** Newest log bytes taken to be in the page cache (read on the event loop). */
+  private readonly inMemoryBytes: number;
+
+  /** The same for each queue's index, in entries (messages of ~1 KiB). */
+  private get inMemoryEntries(): number {
+    return Math.floor(this.inMemoryBytes / 1024);
+  }
+
   private constructor(private readonly o: Readonly<ResolvedStoreOptions>) {
+    this.inMemoryBytes = Math.floor((totalmem() * o.accessMessageInMemoryMaxRatio) / 100);
     this.health = new StoreHealth(o);
   }
 
@@ -241,6 +251,37 @@ export class MessageStore {
       // no checksum to verify. Anything else comes from the files and is verified.
       let buf = this.log.readRecent(start, end - start);
       const verify = buf === null && this.o.verifyChecksumOnRead;
+      if (buf === null && this.log.cachesChunks) {
+        // Through the chunk cache: each record a view of its chunk, the span read once for all queues.
+        try {
+          await this.log.loadChunks(start, end);
+          let k = i;
+          while (k < j) {
+            const e = wanted[k]!;
+            const one = this.log.readCached(e.logPosition, e.size);
+            if (one) {
+              this.decodeInto(messages, corruptOffsets, one, 0, e, verify, topic, queueId);
+              k++;
+              continue;
+            }
+            // Not in a whole chunk (near the head): the records up to the next cached one in one read.
+            let m = k + 1;
+            while (m < j && !this.log.isCached(wanted[m]!.logPosition, wanted[m]!.size)) m++;
+            const from = e.logPosition;
+            const last = wanted[m - 1]!;
+            const run = await this.log.read(from, last.logPosition + last.size - from);
+            for (; k < m; k++) {
+              const r = wanted[k]!;
+              this.decodeInto(messages, corruptOffsets, run, r.logPosition - from, r, verify, topic, queueId);
+            }
+          }
+        } catch (err) {
+          if (start < this.log.startPosition) break; // deleted by retention meanwhile
+          throw err;
+        }
+        i = j;
+        continue;
+      }
       if (buf === null) {
         try {
           buf = await this.log.read(start, end - start);
@@ -251,22 +292,35 @@ export class MessageStore {
       }
       for (let k = i; k < j; k++) {
         const e = wanted[k]!;
-        const off = e.logPosition - start;
-        if (!frameOk(buf, off, e.size, verify)) {
-          corruptOffsets.push(e.offset);
-          this.o.logger.error(
-            { topic, queueId, offset: e.offset, logPosition: e.logPosition },
-            'corrupt record skipped',
-          );
-          continue;
-        }
-        const m = decodeMessageFrame(buf, off, e.logPosition);
-        m.queueOffset = e.offset;
-        messages.push(m);
+        this.decodeInto(messages, corruptOffsets, buf, e.logPosition - start, e, verify, topic, queueId);
       }
       i = j;
     }
     return { ...base, status: 'FOUND', messages, nextOffset };
+  }
+
+  /** Decode the record of index entry `e` at `buf[off]` into `messages`, or note it as corrupt. */
+  private decodeInto(
+    messages: StoredMessage[],
+    corruptOffsets: number[],
+    buf: Buffer,
+    off: number,
+    e: IndexEntry,
+    verify: boolean,
+    topic: string,
+    queueId: number,
+  ): void {
+    if (!frameOk(buf, off, e.size, verify)) {
+      corruptOffsets.push(e.offset);
+      this.o.logger.error(
+        { topic, queueId, offset: e.offset, logPosition: e.logPosition },
+        'corrupt record skipped',
+      );
+      return;
+    }
+    const m = decodeMessageFrame(buf, off, e.logPosition);
+    m.queueOffset = e.offset;
+    messages.push(m);
   }
 
   /** The record at a log position (as returned by `append`), checksum verified. */
@@ -435,6 +489,8 @@ export class MessageStore {
         fs: o.fs,
         maxOpenSegments: o.maxOpenSegments,
         readCacheBytes: o.logReadCacheBytes,
+        chunkCacheBytes: o.logChunkCacheBytes,
+        syncReadBytes: this.inMemoryBytes,
         onDurable: (end) => this.onDurable(end),
         onRollback: () => this.onRollback(),
         onFatal: (err) => this.goReadOnly(err, 'the message log failed'),
@@ -489,6 +545,7 @@ export class MessageStore {
       join(this.o.dataDir, 'consumequeue'),
       this.o.indexEntriesPerFile,
       this.o.indexReadCacheEntries,
+      this.inMemoryEntries,
     );
     for (const q of loaded) this.queues.set(queueKey(q.topic, q.queueId), q);
   }
@@ -530,6 +587,7 @@ export class MessageStore {
         this.o.indexEntriesPerFile,
         this.o.fs,
         this.o.indexReadCacheEntries,
+        this.inMemoryEntries,
       );
       this.queues.set(key, q);
     }

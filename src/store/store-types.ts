@@ -111,6 +111,8 @@ export interface ResolvedStoreOptions {
   diskRefuseRatio: number;
   verifyChecksumOnRead: boolean;
   logReadCacheBytes: number;
+  logChunkCacheBytes: number;
+  accessMessageInMemoryMaxRatio: number;
   indexReadCacheEntries: number;
   diskUsage: DiskUsageProbe;
   clock: Clock;

@@ -19,7 +19,13 @@ import { AckBatcher } from './ack-batcher.js';
 import { ClientBase } from './client-base.js';
 import type { Connection } from './connection.js';
 import { VelaClientError, clientError, closedError, fromStatus, isOk } from './errors.js';
-import { decodeAckResponse, decodeDeliveryFrame, encodeAckRequest, type DeliveryFrame } from './hot-codec.js';
+import {
+  DecodedMessage,
+  decodeAckResponse,
+  decodeDeliveryFrame,
+  encodeAckRequest,
+  type DeliveryFrame,
+} from './hot-codec.js';
 import {
   MessageView,
   deliveryOf,
@@ -183,8 +189,9 @@ export abstract class ConsumerBase extends ClientBase {
     };
     let status: Status | undefined;
     const messages: MessageView[] = [];
+    const scratch = new DecodedMessage(); // each message is copied into its MessageView at once
     for (const bytes of frames) {
-      const f = decodeFrame(bytes, false, 'ReceiveMessage');
+      const f = decodeFrame(bytes, false, 'ReceiveMessage', scratch);
       if (f.message) messages.push(new MessageView(f.message, ref));
       else if (f.status && !status) status = f.status;
     }
@@ -231,9 +238,9 @@ export abstract class ConsumerBase extends ClientBase {
 }
 
 /** Decode one answer frame; bytes that do not parse are the broker's fault: an INTERNAL_ERROR. */
-export function decodeFrame(bytes: Buffer, pull: boolean, rpc: string): DeliveryFrame {
+export function decodeFrame(bytes: Buffer, pull: boolean, rpc: string, into?: DecodedMessage): DeliveryFrame {
   try {
-    return decodeDeliveryFrame(bytes, pull);
+    return decodeDeliveryFrame(bytes, pull, into);
   } catch (err) {
     throw new VelaClientError(
       Code.INTERNAL_ERROR,

@@ -189,6 +189,32 @@ export class DecodedMessage {
   deliveryAttempt = 0;
   messageGroup = '';
   body: Buffer = EMPTY;
+
+  /** Back to the defaults, to decode the next message into (what it held stays with its readers). */
+  reset(): this {
+    this.topic = '';
+    this.namespace = '';
+    this.properties = null;
+    this.tag = '';
+    this.keys = null;
+    this.messageId = '';
+    this.digestType = 0;
+    this.checksum = '';
+    this.bodyEncoding = 0;
+    this.messageType = 0;
+    this.bornTimestamp = undefined;
+    this.bornHost = '';
+    this.storeTimestamp = undefined;
+    this.storeHost = '';
+    this.deliveryTimestamp = undefined;
+    this.receiptHandle = '';
+    this.queueId = 0;
+    this.queueOffset = 0;
+    this.deliveryAttempt = 0;
+    this.messageGroup = '';
+    this.body = EMPTY;
+    return this;
+  }
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -285,8 +311,8 @@ function systemProperties(end: number, m: DecodedMessage): void {
   }
 }
 
-function message(end: number): DecodedMessage {
-  const m = new DecodedMessage();
+function message(end: number, into: DecodedMessage | undefined): DecodedMessage {
+  const m = into ? into.reset() : new DecodedMessage();
   const stop = enter(end);
   while (pos < stop) {
     const tag = varint(stop);
@@ -323,9 +349,11 @@ export interface DeliveryFrame {
 
 /**
  * Decode one answer frame: `pull` for PullMessageResponse (field 3 is `next_offset`), else
- * ReceiveMessageResponse (field 3 is the delivery timestamp, which the SDK does not use).
+ * ReceiveMessageResponse (field 3 is the delivery timestamp, which the SDK does not use). With
+ * `into`, a message is decoded into that object (reset first) instead of a new one: a caller that
+ * copies each message out before decoding the next saves an object per message.
  */
-export function decodeDeliveryFrame(bytes: Buffer, pull: boolean): DeliveryFrame {
+export function decodeDeliveryFrame(bytes: Buffer, pull: boolean, into?: DecodedMessage): DeliveryFrame {
   buf = bytes;
   pos = 0;
   const end = bytes.length;
@@ -336,7 +364,7 @@ export function decodeDeliveryFrame(bytes: Buffer, pull: boolean): DeliveryFrame
       if (tag === 10) {
         frame.status = status(end);
       } else if (tag === 18) {
-        frame.message = message(end);
+        frame.message = message(end, into);
       } else if (tag === 24 && pull) {
         frame.nextOffset = varint(end);
       } else skip(tag & 7, end);

@@ -15,6 +15,7 @@ import { WireClientType, type MessageQueue, type Settings, type Status } from '.
 import { ConsumerBase, decodeFrame, resolveConsumerOptions, type ConsumerOptions } from './consumer-base.js';
 import { clientError, fromStatus, isVelaClientError } from './errors.js';
 import { MessageView, type DeliveryRef } from './message.js';
+import { DecodedMessage } from './hot-codec.js';
 import { integer, nonNegative, positive, resolveClientOptions } from './options.js';
 import type { Connection } from './connection.js';
 
@@ -209,8 +210,9 @@ export class PullConsumer extends ConsumerBase {
     let status: Status | undefined;
     let next: number | undefined;
     const messages: MessageView[] = [];
+    const scratch = new DecodedMessage(); // each message is copied into its MessageView at once
     for (const bytes of frames) {
-      const f = decodeFrame(bytes, true, 'PullMessage');
+      const f = decodeFrame(bytes, true, 'PullMessage', scratch);
       if (f.message) messages.push(new MessageView(f.message, ref));
       else if (f.status) status ??= f.status;
       else if (f.nextOffset !== undefined) next ??= f.nextOffset;

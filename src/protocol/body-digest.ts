@@ -38,10 +38,7 @@ export function digestMatches(body: Uint8Array, type: number, checksum: string):
     case WireDigestType.CRC32: {
       const v = crc32(body) >>> 0;
       // Hex (Vela, Java) or decimal (what the official Node client expects): accept either.
-      return (
-        (/^[0-9A-Fa-f]{1,8}$/.test(checksum) && Number.parseInt(checksum, 16) === v) ||
-        (/^[0-9]{1,10}$/.test(checksum) && Number(checksum) === v)
-      );
+      return hexValue(checksum) === v || (/^[0-9]{1,10}$/.test(checksum) && Number(checksum) === v);
     }
     case WireDigestType.MD5:
       return checksum.length === 32 && md5Checksum(body) === checksum.toUpperCase();
@@ -50,4 +47,17 @@ export function digestMatches(body: Uint8Array, type: number, checksum: string):
     default:
       return true;
   }
+}
+
+/** The value of 1–8 hex digits, or -1 (no regular expression: this runs for every delivered message). */
+function hexValue(s: string): number {
+  if (s.length === 0 || s.length > 8) return -1;
+  let v = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const d = c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
 }

@@ -8,10 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { decode, encode, fromMillis, messagingMethods, toMillis } from '../../src/protocol/codec.js';
 import { toWireMessage } from '../../src/protocol/convert.js';
 import {
+  DecodedMessage,
   decodeAckResponse,
   decodeDeliveryFrame,
   encodeAckRequest,
-  type DecodedMessage,
 } from '../../src/client/hot-codec.js';
 import { MessageView } from '../../src/client/message.js';
 import type { WireMessage } from '../../src/protocol/wire-types.js';
@@ -234,5 +234,25 @@ test('fields that usually repeat (topic, namespace, hosts) decode right when the
       [name, i % 2 ? 'ns1' : 'ns2', host, `${host}:8081`],
       `message ${i}`,
     );
+  }
+});
+
+test('decoding into one reused object: each message as if decoded alone, views keep their own keys and properties', () => {
+  const ref = { endpointKey: 'e', group: { name: 'G' }, topic: { name: 'T' }, receiptHandle: '', owner: {} };
+  const scratch = new DecodedMessage();
+  const views: MessageView[] = [];
+  for (const [, m] of [...messages, ...messages]) {
+    const bytes = Buffer.from(encode(receive, { message: m }));
+    const into = decodeDeliveryFrame(bytes, false, scratch).message;
+    assert.equal(into, scratch);
+    assert.deepEqual(flat(into), flat(decodeDeliveryFrame(bytes, false).message));
+    views.push(new MessageView(into!, ref));
+  }
+  for (const [i, [, m]] of [...messages, ...messages].entries()) {
+    const alone = new MessageView(
+      decodeDeliveryFrame(Buffer.from(encode(receive, { message: m })), false).message!,
+      ref,
+    );
+    assert.deepEqual({ ...views[i] }, { ...alone }, `message ${i}`);
   }
 });

@@ -90,8 +90,9 @@ for (const path of ['native handle', 'public sendTrailers'] as const) {
       assert.equal(a.trailers['grpc-status'], '0');
       assert.equal(a.trailers['grpc-message'], undefined);
     }
-    // On the Node versions Vela supports the internal is there; if one drops it, this says so.
-    assert.equal(nativeTrailers(), path === 'native handle');
+    // On Node 20 the internal is used; a later Node takes the public path until it is checked there.
+    const node20 = process.versions.node.startsWith('20.');
+    assert.equal(nativeTrailers(), path === 'native handle' && node20);
   });
 
   test(`a failure after messages carries its status and encoded message (${path})`, async () => {

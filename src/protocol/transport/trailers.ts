@@ -1,16 +1,17 @@
 /**
- * A call's trailers, sent in the same socket write as the answer before them.
+ * A call's trailers, sent in the same turn of the event loop as the answer before them.
  *
  * node:http2's `sendTrailers` submits trailers from a `setImmediate`, so every unary answer left in
- * two writes one event-loop turn apart (HEADERS + DATA, then the trailing HEADERS), and the client
- * woke up twice to read it. nghttp2 lets an application submit trailers from inside the data-source
- * callback that ends the DATA (see `nghttp2_submit_trailer`), which is where Node emits
- * 'wantTrailers': submitted there, through the stream's native handle, they join the same
- * `nghttp2_session_mem_send` loop and so the same write.
+ * two writes a whole event-loop turn apart (HEADERS + DATA, then the trailing HEADERS; strace shows
+ * an `epoll_pwait` and the loop's other phases in between), and the client mostly woke up twice to
+ * read it. nghttp2 lets an application submit trailers from inside the data-source callback that
+ * ends the DATA (see `nghttp2_submit_trailer`), which is where Node emits 'wantTrailers': submitted
+ * there, through the stream's native handle, they are written right after the answer, in the same
+ * turn (still a second `write`: Node flushes them from its next native immediate).
  *
  * The handle is a Node internal (the stream's `kHandle` symbol; `trailers([list, count])` with the
- * header list `mapToHeaders` builds). It is looked up once and checked; anything unexpected, now or
- * in a later Node, falls back to `sendTrailers` for good.
+ * header list `mapToHeaders` builds), so the path is taken only on the Node major it was checked
+ * against (20); elsewhere, or if anything is unexpected, trailers go through `sendTrailers`.
  */
 import type { ServerHttp2Stream } from 'node:http2';
 
@@ -18,8 +19,12 @@ interface NativeStream {
   trailers(list: [string, number]): number;
 }
 
+/** The Node major whose internals this was written and tested against. */
+const CHECKED_NODE_MAJOR = 20;
+
 /** undefined: not looked for yet; null: not usable (fall back). */
-let handleSymbol: symbol | null | undefined;
+let handleSymbol: symbol | null | undefined =
+  Number(process.versions.node.split('.')[0]) === CHECKED_NODE_MAJOR ? undefined : null;
 
 function nativeOf(stream: ServerHttp2Stream): NativeStream | undefined {
   if (handleSymbol === undefined) {
@@ -71,5 +76,8 @@ export function nativeTrailers(): boolean {
 
 /** @internal for tests: forget what was detected, or force the public API. */
 export function resetTrailersPath(force?: 'public'): void {
-  handleSymbol = force === 'public' ? null : undefined;
+  handleSymbol =
+    force === 'public' || Number(process.versions.node.split('.')[0]) !== CHECKED_NODE_MAJOR
+      ? null
+      : undefined;
 }

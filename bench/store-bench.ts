@@ -199,7 +199,7 @@ async function headReadBenchmark(): Promise<void> {
   const passes = quick ? 20 : 50;
   for (const [label, caches] of [
     ['read caches on (default)', {}],
-    ['read caches off', { logReadCacheBytes: 0, indexReadCacheEntries: 0 }],
+    ['read caches off', { logReadCacheBytes: 0, logChunkCacheBytes: 0, indexReadCacheEntries: 0 }],
   ] as const) {
     const dir = freshDir('head');
     const store = await MessageStore.open({ dataDir: dir, flush: 'async', ...caches });

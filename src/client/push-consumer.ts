@@ -59,7 +59,7 @@ export interface PushConsumerOptions extends ConsumerOptions {
    * signal aborted); `close()` waits for running listeners at most this long. @defaultValue 60000
    */
   consumeTimeoutMs?: number;
-  /** Most messages per ReceiveMessage (1–32; the broker may lower it). @defaultValue 32 */
+  /** Most messages per ReceiveMessage (1–1024; the broker may lower it: Vela tells push consumers 256). @defaultValue 256 */
   receiveBatchSize?: number;
   /** How long a receive waits on the broker for messages to arrive (the broker caps it at 20 s). @defaultValue 20000 */
   longPollingTimeoutMs?: number;
@@ -95,7 +95,7 @@ function resolvePushOptions(o: PushConsumerOptions): PushConfig {
     listener: o.listener,
     concurrency: integer('concurrency', o.concurrency, 16, 1, 1024),
     consumeTimeoutMs: positive('consumeTimeoutMs', o.consumeTimeoutMs, 60_000),
-    receiveBatchSize: integer('receiveBatchSize', o.receiveBatchSize, 32, 1, 32),
+    receiveBatchSize: integer('receiveBatchSize', o.receiveBatchSize, 256, 1, 1024),
     longPollingTimeoutMs: positive('longPollingTimeoutMs', o.longPollingTimeoutMs, 20_000),
     maxCachedMessages: integer('maxCachedMessages', o.maxCachedMessages, 1024, 1, 1_000_000),
     receiveConcurrency: integer('receiveConcurrency', o.receiveConcurrency, 4, 1, 64),

@@ -88,6 +88,11 @@ export const STORE_SCHEMA = {
     'recently written commit-log bytes kept in memory once durable, so consumers near the head are served without a disk read (0: none)',
     'bytes',
   ),
+  logChunkCacheBytes: num(
+    16 * 1024 * 1024,
+    'commit-log bytes read from disk kept in memory in 1 MiB chunks, so the interleaved queues of a topic (and several consumer groups) read each span of the log once (0: none)',
+    'bytes',
+  ),
   indexReadCacheEntries: num(
     256,
     'recently written queue-index entries kept in memory per queue (24 bytes each), so consumers near the head need no index read (0: none)',

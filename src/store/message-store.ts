@@ -20,7 +20,7 @@
 import { join } from 'node:path';
 import { isVelaError, VelaError } from '../common/errors.js';
 import { SegmentLog } from './segment-log.js';
-import { QueueIndex } from './queue-index.js';
+import { QueueIndex, type IndexEntry } from './queue-index.js';
 import { KeyIndex } from './key-index.js';
 import { readCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planRetention } from './retention.js';
@@ -241,6 +241,37 @@ export class MessageStore {
       // no checksum to verify. Anything else comes from the files and is verified.
       let buf = this.log.readRecent(start, end - start);
       const verify = buf === null && this.o.verifyChecksumOnRead;
+      if (buf === null && this.log.cachesChunks) {
+        // Through the chunk cache: each record a view of its chunk, the span read once for all queues.
+        try {
+          await this.log.loadChunks(start, end);
+          let k = i;
+          while (k < j) {
+            const e = wanted[k]!;
+            const one = this.log.readCached(e.logPosition, e.size);
+            if (one) {
+              this.decodeInto(messages, corruptOffsets, one, 0, e, verify, topic, queueId);
+              k++;
+              continue;
+            }
+            // Not in a whole chunk (near the head): the records up to the next cached one in one read.
+            let m = k + 1;
+            while (m < j && !this.log.isCached(wanted[m]!.logPosition, wanted[m]!.size)) m++;
+            const from = e.logPosition;
+            const last = wanted[m - 1]!;
+            const run = await this.log.read(from, last.logPosition + last.size - from);
+            for (; k < m; k++) {
+              const r = wanted[k]!;
+              this.decodeInto(messages, corruptOffsets, run, r.logPosition - from, r, verify, topic, queueId);
+            }
+          }
+        } catch (err) {
+          if (start < this.log.startPosition) break; // deleted by retention meanwhile
+          throw err;
+        }
+        i = j;
+        continue;
+      }
       if (buf === null) {
         try {
           buf = await this.log.read(start, end - start);
@@ -251,22 +282,35 @@ export class MessageStore {
       }
       for (let k = i; k < j; k++) {
         const e = wanted[k]!;
-        const off = e.logPosition - start;
-        if (!frameOk(buf, off, e.size, verify)) {
-          corruptOffsets.push(e.offset);
-          this.o.logger.error(
-            { topic, queueId, offset: e.offset, logPosition: e.logPosition },
-            'corrupt record skipped',
-          );
-          continue;
-        }
-        const m = decodeMessageFrame(buf, off, e.logPosition);
-        m.queueOffset = e.offset;
-        messages.push(m);
+        this.decodeInto(messages, corruptOffsets, buf, e.logPosition - start, e, verify, topic, queueId);
       }
       i = j;
     }
     return { ...base, status: 'FOUND', messages, nextOffset };
+  }
+
+  /** Decode the record of index entry `e` at `buf[off]` into `messages`, or note it as corrupt. */
+  private decodeInto(
+    messages: StoredMessage[],
+    corruptOffsets: number[],
+    buf: Buffer,
+    off: number,
+    e: IndexEntry,
+    verify: boolean,
+    topic: string,
+    queueId: number,
+  ): void {
+    if (!frameOk(buf, off, e.size, verify)) {
+      corruptOffsets.push(e.offset);
+      this.o.logger.error(
+        { topic, queueId, offset: e.offset, logPosition: e.logPosition },
+        'corrupt record skipped',
+      );
+      return;
+    }
+    const m = decodeMessageFrame(buf, off, e.logPosition);
+    m.queueOffset = e.offset;
+    messages.push(m);
   }
 
   /** The record at a log position (as returned by `append`), checksum verified. */
@@ -435,6 +479,7 @@ export class MessageStore {
         fs: o.fs,
         maxOpenSegments: o.maxOpenSegments,
         readCacheBytes: o.logReadCacheBytes,
+        chunkCacheBytes: o.logChunkCacheBytes,
         onDurable: (end) => this.onDurable(end),
         onRollback: () => this.onRollback(),
         onFatal: (err) => this.goReadOnly(err, 'the message log failed'),

@@ -23,6 +23,7 @@ import { ensureDir, errnoOf, fsyncDir, nodeStoreFs, readFully, writeAll, type St
 import { isDescriptorError, SegmentFiles, segmentName, type Segment } from './segment-files.js';
 import { copyRange, scanFrames, type ScanResult } from './segment-scan.js';
 import { isTransient, readOnlyError, SyncFailure, synced, transientError } from './io-errors.js';
+import { LogChunkCache } from './log-chunk-cache.js';
 
 import type { FlushPolicy } from '../common/config.js';
 
@@ -45,6 +46,13 @@ export interface SegmentLogOptions {
    * head are served without the thread pool. 0 keeps none. @defaultValue 0
    */
   readCacheBytes?: number;
+  /**
+   * Bytes of the log read from its files kept in memory, in aligned chunks (log-chunk-cache.ts), so
+   * that the interleaved queues of a topic read each span once. 0 keeps none. @defaultValue 0
+   */
+  chunkCacheBytes?: number;
+  /** Bytes per chunk of that cache. @defaultValue 1 MiB */
+  chunkSize?: number;
   /** Called (synchronously, before waiters are rejected) when unflushed bytes are discarded after an I/O error. */
   onRollback?: (durableEnd: number) => void;
   /** Called after each batch becomes durable, with the new durable end. */
@@ -102,6 +110,16 @@ export interface LogMark {
 }
 
 const SLAB_SIZE = 1 << 20;
+/** Bytes per chunk of the read cache. */
+const READ_CHUNK_SIZE = 1 << 20;
+
+/** Bytes a chunk holds past its end (never past its segment's): 64 KiB for 1 MiB chunks. */
+const overhangOf = (chunkSize: number) => Math.floor(chunkSize / 16);
+
+/** Where the chunk holding `position` starts: chunks are aligned within their segment. */
+function chunkStart(segment: Segment, position: number, chunkSize: number): number {
+  return segment.base + Math.floor((position - segment.base) / chunkSize) * chunkSize;
+}
 const MAX_FREE_SLABS = 8;
 export class SegmentLog {
   private readonly files: SegmentFiles;
@@ -129,9 +147,15 @@ export class SegmentLog {
   private syncTimer: NodeJS.Timeout | null = null;
   private syncing: Promise<void> | null = null;
   private readonly fs: StoreFs;
+  private readonly chunks: LogChunkCache | null;
 
   private constructor(private readonly opts: SegmentLogOptions) {
     this.fs = opts.fs ?? nodeStoreFs;
+    const chunkBytes = opts.chunkCacheBytes ?? 0;
+    const chunkSize = opts.chunkSize ?? READ_CHUNK_SIZE;
+    const capacity = chunkSize + overhangOf(chunkSize);
+    this.chunks =
+      chunkBytes >= capacity ? new LogChunkCache({ chunkSize, capacity, budget: chunkBytes }) : null;
     this.files = new SegmentFiles({
       dir: opts.dir,
       fs: this.fs,
@@ -299,11 +323,68 @@ export class SegmentLog {
     }
   }
 
+  /** Whether reads of the files go through the chunk cache (`readCached`, `loadChunks`). */
+  get cachesChunks(): boolean {
+    return this.chunks !== null;
+  }
+
+  /**
+   * A copy of the bytes [position, position + length) from a chunk of the read cache, if one chunk
+   * holds them all; otherwise null.
+   */
+  readCached(position: number, length: number): Buffer | null {
+    const start = this.chunkStartOf(position);
+    return start < 0 ? null : this.chunks!.copy(start, position, length);
+  }
+
+  /** Whether `readCached` would serve these bytes. */
+  isCached(position: number, length: number): boolean {
+    const start = this.chunkStartOf(position);
+    return start >= 0 && this.chunks!.holds(start, position, length);
+  }
+
+  /**
+   * Bring the full chunks covering [position, end) into the read cache (one file read each, shared
+   * with reads of the same chunk under way). Chunks not yet whole on disk (at the head, or a
+   * segment's last) are left out: their bytes are read when asked for.
+   */
+  async loadChunks(position: number, end: number): Promise<void> {
+    const cache = this.chunks;
+    if (!cache) return;
+    let at = position;
+    while (at < end) {
+      const segment = this.files.at(at);
+      if (!segment) return;
+      const size = cache.chunkSize;
+      const start = chunkStart(segment, at, size);
+      const stop = start + size;
+      const segmentEnd = Math.min(segment.base + segment.written, this.durablePos);
+      if (stop > segmentEnd) return;
+      // A little past the chunk too, so that a record starting near its end is in it whole.
+      const length = size + Math.min(overhangOf(size), segmentEnd - stop);
+      await cache.load(start, size, (into) => this.readInto(start, into, length));
+      at = stop;
+    }
+  }
+
+  /** Where the chunk of the read cache holding `position` starts (-1: no cache, or not stored). */
+  private chunkStartOf(position: number): number {
+    if (!this.chunks) return -1;
+    const segment = this.files.at(position);
+    return segment ? chunkStart(segment, position, this.chunks.chunkSize) : -1;
+  }
+
   /** Read `length` bytes at `position` (callers stay below `durableEnd`), across segments if need be. */
   async read(position: number, length: number): Promise<Buffer> {
     const end = Math.min(position + length, this.durablePos);
     if (end <= position) return Buffer.alloc(0);
     const buf = Buffer.allocUnsafe(end - position);
+    return buf.subarray(0, await this.readInto(position, buf, end - position));
+  }
+
+  /** Read up to `length` durable bytes at `position` into `buf`; returns how many were read. */
+  private async readInto(position: number, buf: Buffer, length: number): Promise<number> {
+    const end = Math.min(position + length, this.durablePos);
     let got = 0;
     while (position + got < end) {
       const at = position + got;
@@ -317,7 +398,7 @@ export class SegmentLog {
       got += n;
       if (n < want) break;
     }
-    return buf.subarray(0, got);
+    return got;
   }
 
   /**
@@ -351,6 +432,11 @@ export class SegmentLog {
   /** Bytes held by the read cache (not counting the slabs still being written). */
   get readCacheSize(): number {
     return this.cachedBytes;
+  }
+
+  /** Bytes held by the chunk cache. */
+  get chunkCacheSize(): number {
+    return this.chunks?.size ?? 0;
   }
 
   /**
@@ -430,6 +516,7 @@ export class SegmentLog {
       removed.push({ base: seg.base, end: seg.base + seg.fill });
     }
     while (this.cached.length > 0 && this.cached[0]!.position < this.startPosition) this.evictOldest();
+    this.chunks?.dropBelow(this.startPosition);
     if (removed.length) {
       try {
         await synced(fsyncDir(this.fs, this.opts.dir));
@@ -585,10 +672,11 @@ export class SegmentLog {
     if (slab.buf.length === SLAB_SIZE) this.recycle(slab.buf);
   }
 
-  /** Forget the read cache (its slabs are not recycled: nothing must be served from them again). */
+  /** Forget the read caches (their slabs are not recycled: nothing must be served from them again). */
   private dropCache(): void {
     this.cached = [];
     this.cachedBytes = 0;
+    this.chunks?.clear();
   }
 
   /** The slab in memory holding durable byte `position`, if any. */

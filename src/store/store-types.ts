@@ -111,6 +111,7 @@ export interface ResolvedStoreOptions {
   diskRefuseRatio: number;
   verifyChecksumOnRead: boolean;
   logReadCacheBytes: number;
+  logChunkCacheBytes: number;
   indexReadCacheEntries: number;
   diskUsage: DiskUsageProbe;
   clock: Clock;

@@ -120,7 +120,7 @@ test('options are validated when the client is built', () => {
         group: 'g',
         subscriptions: { t: '*' },
         listener: () => ConsumeResult.SUCCESS,
-        receiveBatchSize: 64,
+        receiveBatchSize: 2048,
       }),
     /receiveBatchSize/,
   );

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { GrpcServer } from '../../src/protocol/transport/h2-server.js';
 import { frameMessage, GrpcStatus } from '../../src/protocol/transport/grpc-wire.js';
-import { nativeTrailers, resetTrailersPath } from '../../src/protocol/transport/trailers.js';
+import { nativeTrailers, resetTrailersPath, sendTrailersNow } from '../../src/protocol/transport/trailers.js';
 import { silentLogger } from '../../src/common/logger.js';
 
 let server: GrpcServer;
@@ -103,3 +103,26 @@ for (const path of ['native handle', 'public sendTrailers'] as const) {
     assert.equal(decodeURIComponent(String(a.trailers['grpc-message'])), 'gone: 100% ünicode');
   });
 }
+
+test('a native handle of another shape: the public sendTrailers, from then on', () => {
+  resetTrailersPath();
+  const sent: Record<string, string>[] = [];
+  let nativeCalls = 0;
+  const fake = {
+    destroyed: false,
+    closed: false,
+    [Symbol('kHandle')]: {
+      trailers: () => {
+        nativeCalls++;
+        throw new TypeError('not the list this Node expects');
+      },
+    },
+    sendTrailers: (t: Record<string, string>) => sent.push(t),
+  } as unknown as http2.ServerHttp2Stream;
+  sendTrailersNow(fake, { 'grpc-status': '0' });
+  sendTrailersNow(fake, { 'grpc-status': '1' });
+  assert.equal(nativeCalls, process.versions.node.startsWith('20.') ? 1 : 0);
+  assert.deepEqual(sent, [{ 'grpc-status': '0' }, { 'grpc-status': '1' }]);
+  assert.equal(nativeTrailers(), false);
+  resetTrailersPath();
+});

@@ -52,13 +52,15 @@ function headerList(fields: Record<string, string>): [string, number] {
  * percent-encoded `grpc-message` are).
  */
 export function sendTrailersNow(stream: ServerHttp2Stream, fields: Record<string, string>): void {
+  if (stream.destroyed || stream.closed) return; // reset meanwhile: nothing to send
   const native = nativeOf(stream);
   if (native) {
     let ret: number;
     try {
       ret = native.trailers(headerList(fields));
-    } catch {
-      handleSymbol = null; // not the shape this was written for: use the public API from now on
+    } catch (err) {
+      // Not the shape this was written for: the public API from now on.
+      if (err instanceof TypeError) handleSymbol = null;
       stream.sendTrailers(fields);
       return;
     }

@@ -1,7 +1,8 @@
 /**
  * Whether the server's memory stays flat during a long workload: the RSS samples `run.ts` takes over
- * a measured part (every `--rss-every` seconds), summed up as min / max and the least-squares slope
- * in MiB per minute, over the whole part and over its second half (after warm-up growth has settled).
+ * a measured part (every `--rss-every` seconds; for Vela also its JavaScript heap in use), summed up
+ * as min / max and the least-squares slope in MiB per minute, over the whole part and over its second
+ * half (after warm-up growth has settled).
  */
 
 export interface RssSample {
@@ -60,12 +61,12 @@ export function rssTrend(samples: readonly RssSample[]): RssTrend | null {
   };
 }
 
-/** One line for the log: `RSS 180–212 MiB (first 185, last 210), slope +0.41 MiB/min, second half +0.02`. */
-export function formatRssTrend(t: RssTrend): string {
+/** One line for the log: `server RSS over 61 samples: 180–212 MiB (first 185, last 210), slope +0.41 MiB/min, …`. */
+export function formatRssTrend(t: RssTrend, what = 'server RSS'): string {
   const mib = (b: number) => Math.round(b / MIB).toLocaleString('en-US');
   const sl = (v: number | null) => (v === null ? '–' : `${v >= 0 ? '+' : ''}${v.toFixed(2)}`);
   return (
-    `server RSS over ${t.samples} samples: ${mib(t.minBytes)}–${mib(t.maxBytes)} MiB ` +
+    `${what} over ${t.samples} samples: ${mib(t.minBytes)}–${mib(t.maxBytes)} MiB ` +
     `(first ${mib(t.firstBytes)}, last ${mib(t.lastBytes)}), slope ${sl(t.slopeMiBPerMin)} MiB/min, ` +
     `second half ${sl(t.secondHalfSlopeMiBPerMin)} MiB/min`
   );

@@ -94,9 +94,25 @@ function runClient(
     }, 250);
     // The trend over the measured part (a long W3 is the memory soak).
     const rss: RssSample[] = [];
+    // Vela's JavaScript heap too (its admin API reports it): tells retained objects from allocator slack.
+    const heap: RssSample[] = [];
+    const heapUrl =
+      spec.target.startsWith('vela') && server.adminPort !== undefined
+        ? `http://127.0.0.1:${server.adminPort}/api/broker`
+        : undefined;
     let rssSampler: NodeJS.Timeout | undefined;
     const sampleRss = () => {
-      if (begin) rss.push({ atMs: (monotonicUs() - begin.at) / 1000, bytes: server.usage().rssBytes });
+      if (!begin) return;
+      const atMs = (monotonicUs() - begin.at) / 1000;
+      rss.push({ atMs, bytes: server.usage().rssBytes });
+      if (heapUrl) {
+        fetch(heapUrl)
+          .then((r) => r.json() as Promise<{ process?: { heapUsedBytes?: number } }>)
+          .then((b) => {
+            if (b.process?.heapUsedBytes !== undefined) heap.push({ atMs, bytes: b.process.heapUsedBytes });
+          })
+          .catch(() => {}); // a missed sample: the trend does without it
+      }
     };
     const watchdog = setTimeout(() => {
       error = `client still running after ${Math.round(budgetMs / 1000)} s: killed`;
@@ -130,6 +146,7 @@ function runClient(
           serverRssPeak: rssPeak,
           serverRssEnd: end.rssBytes,
           serverRss: { samples: rss, trend: rssTrend(rss) },
+          ...(heap.length > 0 ? { serverHeap: { samples: heap, trend: rssTrend(heap) } } : {}),
           otherCores: elapsedUs > 0 ? Math.max(0, otherUs / elapsedUs) : 0,
           monotonicUs: { begin: begin.at, end: end.at },
         });
@@ -273,6 +290,8 @@ async function main(): Promise<void> {
           // Only worth a line when the part is long enough for a trend (a W3 soak).
           if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
             log(`         ${formatRssTrend(r.serverRss.trend)}`);
+          if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
+            log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
         } catch (err) {
           const e: WorkloadError = { target, workload, error: (err as Error).message };
           report.errors.push(e);

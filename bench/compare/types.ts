@@ -108,6 +108,8 @@ export interface WorkloadResult extends ClientResult {
   serverRssEnd: number;
   /** The server's RSS sampled every `--rss-every` s over the measured part, and its trend. */
   serverRss?: { samples: RssSample[]; trend: RssTrend | null };
+  /** Vela only: the broker's JavaScript heap in use, sampled with the RSS (from its admin API). */
+  serverHeap?: { samples: RssSample[]; trend: RssTrend | null };
   /**
    * CPU used by every other process on the machine during the measured part (machine busy time less
    * the server's and the client's), in cores: non-zero means the figures were measured on a machine

@@ -366,6 +366,8 @@ describe('bench:compare RSS trend', () => {
       formatRssTrend(settling),
       /100–180 MiB \(first 100, last 180\), slope \+[0-9.]+ MiB\/min, second half \+0\.00/,
     );
+    assert.match(formatRssTrend(settling), /^server RSS over 7 samples: /);
+    assert.match(formatRssTrend(settling, 'server heap used'), /^server heap used over 7 samples: /);
     assert.equal(rssTrend([]), null);
     assert.equal(rssTrend([{ atMs: 0, bytes: MIB }])!.slopeMiBPerMin, null);
   });

@@ -93,6 +93,12 @@ export const STORE_SCHEMA = {
     'commit-log bytes read from disk kept in memory in 1 MiB chunks, so the interleaved queues of a topic (and several consumer groups) read each span of the log once (0: none)',
     'bytes',
   ),
+  accessMessageInMemoryMaxRatio: num(
+    40,
+    "messages within this percentage of the machine's memory from the newest are taken to be in the page cache, as in RocketMQ: the store reads them (log and queue index) on the event loop, skipping the thread pool; older ones are read through the thread pool, so a disk read never stalls the broker (0: always the thread pool)",
+    'count',
+    { max: 100 },
+  ),
   indexReadCacheEntries: num(
     256,
     'recently written queue-index entries kept in memory per queue (24 bytes each), so consumers near the head need no index read (0: none)',

@@ -17,6 +17,7 @@
  * (store-health.ts) are their own modules; what stays here are the steps that must see all of them at
  * once (an append, a checkpoint's consistent cut, retention applying a plan to every index).
  */
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { isVelaError, VelaError } from '../common/errors.js';
 import { SegmentLog } from './segment-log.js';
@@ -83,7 +84,16 @@ export class MessageStore {
   private lock!: DirLock;
   private recovery!: RecoveryReport;
 
+  /** Newest log bytes taken to be in the page cache (read on the event loop). */
+  private readonly inMemoryBytes: number;
+
+  /** The same for each queue's index, in entries (messages of ~1 KiB). */
+  private get inMemoryEntries(): number {
+    return Math.floor(this.inMemoryBytes / 1024);
+  }
+
   private constructor(private readonly o: Readonly<ResolvedStoreOptions>) {
+    this.inMemoryBytes = Math.floor((totalmem() * o.accessMessageInMemoryMaxRatio) / 100);
     this.health = new StoreHealth(o);
   }
 
@@ -480,6 +490,7 @@ export class MessageStore {
         maxOpenSegments: o.maxOpenSegments,
         readCacheBytes: o.logReadCacheBytes,
         chunkCacheBytes: o.logChunkCacheBytes,
+        syncReadBytes: this.inMemoryBytes,
         onDurable: (end) => this.onDurable(end),
         onRollback: () => this.onRollback(),
         onFatal: (err) => this.goReadOnly(err, 'the message log failed'),
@@ -534,6 +545,7 @@ export class MessageStore {
       join(this.o.dataDir, 'consumequeue'),
       this.o.indexEntriesPerFile,
       this.o.indexReadCacheEntries,
+      this.inMemoryEntries,
     );
     for (const q of loaded) this.queues.set(queueKey(q.topic, q.queueId), q);
   }
@@ -575,6 +587,7 @@ export class MessageStore {
         this.o.indexEntriesPerFile,
         this.o.fs,
         this.o.indexReadCacheEntries,
+        this.inMemoryEntries,
       );
       this.queues.set(key, q);
     }

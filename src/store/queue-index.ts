@@ -22,6 +22,7 @@ import {
   nodeStoreFs,
   openIndexFile,
   readFully,
+  readFullySync,
   removeTree,
   writeAll,
   type StoreFs,
@@ -81,6 +82,8 @@ export class QueueIndex {
     private readonly entriesPerFile: number,
     private readonly fs: StoreFs,
     private readonly recentEntries: number,
+    /** Reads of the newest this-many entries are made on the calling thread (see `syncReadBytes` of the log). */
+    private readonly syncReadEntries: number,
   ) {}
 
   static create(
@@ -90,8 +93,9 @@ export class QueueIndex {
     entriesPerFile: number,
     sfs: StoreFs = nodeStoreFs,
     recentEntries = 0,
+    syncReadEntries = 0,
   ): QueueIndex {
-    return new QueueIndex(topic, queueId, dir, entriesPerFile, sfs, recentEntries);
+    return new QueueIndex(topic, queueId, dir, entriesPerFile, sfs, recentEntries, syncReadEntries);
   }
 
   /** Load the index files of a queue from disk (entries counted from file sizes). */
@@ -102,8 +106,9 @@ export class QueueIndex {
     entriesPerFile: number,
     sfs: StoreFs = nodeStoreFs,
     recentEntries = 0,
+    syncReadEntries = 0,
   ): Promise<QueueIndex> {
-    const q = new QueueIndex(topic, queueId, dir, entriesPerFile, sfs, recentEntries);
+    const q = new QueueIndex(topic, queueId, dir, entriesPerFile, sfs, recentEntries, syncReadEntries);
     const names = (await sfs.readdir(dir)).filter((n) => FILE_NAME.test(n)).sort();
     for (const name of names) {
       const path = join(dir, name);
@@ -280,7 +285,10 @@ export class QueueIndex {
       if (n <= 0) break;
       const buf = Buffer.allocUnsafe(n * INDEX_ENTRY_SIZE);
       const at = (offset - file.firstOffset) * INDEX_ENTRY_SIZE;
-      const got = await this.use(file, (fd) => readFully(this.fs, fd, buf, buf.length, at));
+      const got =
+        (offset >= this.committed - this.syncReadEntries && file.fd !== null
+          ? readFullySync(this.fs, file.fd, buf, buf.length, at)
+          : undefined) ?? (await this.use(file, (fd) => readFully(this.fs, fd, buf, buf.length, at)));
       const entries = Math.floor(got / INDEX_ENTRY_SIZE);
       for (let i = 0; i < entries; i++) out.push(decodeEntry(buf, i * INDEX_ENTRY_SIZE, offset + i));
       offset += entries;

@@ -48,6 +48,7 @@ export async function loadQueues(
   root: string,
   entriesPerFile: number,
   recentEntries = 0,
+  syncReadEntries = 0,
 ): Promise<QueueIndex[]> {
   await ensureDir(sfs, root);
   const out: QueueIndex[] = [];
@@ -58,7 +59,15 @@ export async function loadQueues(
       const queueId = Number(qdir);
       if (!Number.isInteger(queueId) || !(await sfs.stat(join(root, topicDir, qdir))).isDirectory()) continue;
       out.push(
-        await QueueIndex.load(topic, queueId, join(root, topicDir, qdir), entriesPerFile, sfs, recentEntries),
+        await QueueIndex.load(
+          topic,
+          queueId,
+          join(root, topicDir, qdir),
+          entriesPerFile,
+          sfs,
+          recentEntries,
+          syncReadEntries,
+        ),
       );
     }
   }

@@ -106,6 +106,16 @@ export class SegmentFiles {
     }
   }
 
+  /**
+   * `fn` with the segment's descriptor, on the calling thread, if it is open; undefined if not (the
+   * caller goes the asynchronous way, which opens it). Nothing can close it under a synchronous call.
+   */
+  useSync<T>(seg: Segment, fn: (fd: number) => T): T | undefined {
+    if (seg.fd === null) return undefined;
+    seg.lastUse = ++this.useClock;
+    return fn(seg.fd);
+  }
+
   /** Close the segment's descriptor, if open. */
   async close(seg: Segment): Promise<void> {
     if (seg.fd !== null) {

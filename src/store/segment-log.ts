@@ -19,7 +19,16 @@ import { join } from 'node:path';
 import type { Logger } from '../common/logger.js';
 import { VelaError } from '../common/errors.js';
 import { MAX_FRAME_SIZE } from './record-codec.js';
-import { ensureDir, errnoOf, fsyncDir, nodeStoreFs, readFully, writeAll, type StoreFs } from './store-fs.js';
+import {
+  ensureDir,
+  errnoOf,
+  fsyncDir,
+  nodeStoreFs,
+  readFully,
+  readFullySync,
+  writeAll,
+  type StoreFs,
+} from './store-fs.js';
 import { isDescriptorError, SegmentFiles, segmentName, type Segment } from './segment-files.js';
 import { copyRange, scanFrames, type ScanResult } from './segment-scan.js';
 import { isTransient, readOnlyError, SyncFailure, synced, transientError } from './io-errors.js';
@@ -53,6 +62,12 @@ export interface SegmentLogOptions {
   chunkCacheBytes?: number;
   /** Bytes per chunk of that cache. @defaultValue 1 MiB */
   chunkSize?: number;
+  /**
+   * Reads of the newest this-many bytes of the log are made on the calling thread: they are expected
+   * in the page cache, and a thread-pool round trip costs more than the copy. Older reads go through
+   * the thread pool, so a disk read never stalls the event loop. @defaultValue 0
+   */
+  syncReadBytes?: number;
   /** Called (synchronously, before waiters are rejected) when unflushed bytes are discarded after an I/O error. */
   onRollback?: (durableEnd: number) => void;
   /** Called after each batch becomes durable, with the new durable end. */
@@ -392,9 +407,12 @@ export class SegmentLog {
       if (!seg) throw new VelaError('STORE_BAD_ARGUMENT', `position ${at} is not stored`);
       const want = Math.min(end - at, seg.base + seg.written - at);
       if (want <= 0) break;
-      const n = await this.files.use(seg, (fd) =>
-        readFully(this.fs, fd, buf.subarray(got), want, at - seg.base),
-      );
+      const into = buf.subarray(got);
+      const n =
+        (at >= this.writePos - (this.opts.syncReadBytes ?? 0)
+          ? this.files.useSync(seg, (fd) => readFullySync(this.fs, fd, into, want, at - seg.base))
+          : undefined) ??
+        (await this.files.use(seg, (fd) => readFully(this.fs, fd, into, want, at - seg.base)));
       got += n;
       if (n < want) break;
     }

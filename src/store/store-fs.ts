@@ -26,6 +26,8 @@ export interface StoreFs {
   close(fd: number): Promise<void>;
   /** Read into `buf[off, off+len)` from file position `pos`; returns the bytes read. */
   read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number>;
+  /** `read` on the calling thread (for bytes expected in the page cache: no thread-pool round trip). */
+  readSync(fd: number, buf: Buffer, off: number, len: number, pos: number): number;
   /** Write `buf` at `pos`; may write fewer bytes (callers loop). */
   write(fd: number, buf: Buffer, pos: number): Promise<number>;
   /** Write `bufs` in order at `pos`; may write fewer bytes (callers loop). */
@@ -54,6 +56,7 @@ export const nodeStoreFs: StoreFs = {
     new Promise((res, rej) => fs.open(path, flags, mode, cb(res, rej))),
   close: (fd) => new Promise<void>((res, rej) => fs.close(fd, (err) => (err ? rej(err) : res()))),
   read: (fd, buf, off, len, pos) => new Promise((res, rej) => fs.read(fd, buf, off, len, pos, cb(res, rej))),
+  readSync: (fd, buf, off, len, pos) => fs.readSync(fd, buf, off, len, pos),
   write: (fd, buf, pos) => new Promise((res, rej) => fs.write(fd, buf, 0, buf.length, pos, cb(res, rej))),
   writev: (fd, bufs, pos) => new Promise((res, rej) => fs.writev(fd, bufs, pos, cb(res, rej))),
   fdatasync: (fd) => new Promise<void>((res, rej) => fs.fdatasync(fd, (err) => (err ? rej(err) : res()))),
@@ -159,6 +162,17 @@ export async function writeAll(sfs: StoreFs, fd: number, bufs: Buffer[], pos: nu
     const rest = written === 0 ? bufs : sliceBufs(bufs, written);
     written += await sfs.writev(fd, rest, pos + written);
   }
+}
+
+/** `readFully` on the calling thread (`StoreFs.readSync`). */
+export function readFullySync(sfs: StoreFs, fd: number, buf: Buffer, len: number, pos: number): number {
+  let got = 0;
+  while (got < len) {
+    const n = sfs.readSync(fd, buf, got, len - got, pos + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
 }
 
 /** Read up to `len` bytes at `pos`, looping over short reads; returns how many were read. */

@@ -151,6 +151,19 @@ export class NodeFaults {
           },
       );
     }
+    // The store's reads of bytes expected in the page cache (`StoreFs.readSync`) count and fail as reads.
+    this.patch(
+      F,
+      'readSync',
+      (orig) =>
+        function (this: unknown, fd: unknown, ...rest: unknown[]) {
+          const path = openFds.get(fd as number);
+          if (path === undefined) return orig.call(this, fd, ...rest);
+          const err = fault('read', path);
+          if (err) throw err;
+          return orig.call(this, fd, ...rest);
+        },
+    );
     for (const op of PATH_OPS) {
       this.patch(
         F,

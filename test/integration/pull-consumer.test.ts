@@ -39,10 +39,13 @@ function consumer(
   });
 }
 
-/** Consume in the background, recording bodies, until `stop` aborts. */
-function run(c: PullConsumer, seen: string[], stop: AbortSignal): Promise<void> {
+/** Consume in the background, recording bodies, until `stop` aborts; `workMs` per message, like an application. */
+function run(c: PullConsumer, seen: string[], stop: AbortSignal, workMs = 0): Promise<void> {
   return (async () => {
-    for await (const m of c.messages({ signal: stop })) seen.push(m.body.toString());
+    for await (const m of c.messages({ signal: stop })) {
+      seen.push(m.body.toString());
+      if (workMs > 0) await sleep(workMs);
+    }
   })();
 }
 
@@ -65,9 +68,14 @@ test(
     const stop = new AbortController();
     const opened: PullConsumer[] = [];
     const open = () => {
-      // After a rebalance the new owner re-reads what the old one consumed since its last commit:
-      // a short commit interval keeps that small however fast the client pulls.
-      const c = consumer(b, 'PCG', 'PC', { autoCommitIntervalMs: 20, batchSize: 10 });
+      // After a rebalance the new owner re-reads what the old one consumed since its last commit, and
+      // both read the queue until the old owner next asks for its assignment: short commit and
+      // assignment intervals keep that small however fast the client pulls.
+      const c = consumer(b, 'PCG', 'PC', {
+        autoCommitIntervalMs: 20,
+        assignmentIntervalMs: 20,
+        batchSize: 10,
+      });
       opened.push(c);
       return c;
     };
@@ -79,14 +87,14 @@ test(
       const c1 = open();
       await c1.start();
       assert.deepEqual(sorted(c1.assignment()), [0, 1, 2, 3, 4, 5, 6, 7]);
-      const r1 = run(c1, seen, stop.signal);
+      const r1 = run(c1, seen, stop.signal, 1);
       await until(() => seen.length >= 50);
 
       const c2 = open();
       const c3 = open();
       await Promise.all([c2.start(), c3.start()]);
-      const r2 = run(c2, seen, stop.signal);
-      const r3 = run(c3, seen, stop.signal);
+      const r2 = run(c2, seen, stop.signal, 1);
+      const r3 = run(c3, seen, stop.signal, 1);
       await until(() => {
         const all = [c1, c2, c3].flatMap((c) => sorted(c.assignment()));
         return all.length === 8 && new Set(all).size === 8;

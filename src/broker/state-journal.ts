@@ -25,6 +25,7 @@ import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import { StateLog } from '../store/index.js';
 import { decodeStateRecord, encodeStateRecord, type StateRecord } from './state-records.js';
+import { BINARY_RECORD, decodeBinaryRecord, encodeBinaryRecord } from './state-binary.js';
 
 export type { StateRecord } from './state-records.js';
 
@@ -120,7 +121,10 @@ export class StateJournal {
           parts.clear();
         },
         onRecord: (buf) => {
-          const rec = decodeStateRecord(JSON.parse(buf.toString('utf8')));
+          const rec =
+            buf[0] === BINARY_RECORD
+              ? decodeBinaryRecord(buf)
+              : decodeStateRecord(JSON.parse(buf.toString('utf8')));
           records++;
           if (!rec || !participants.some((p) => p.apply(rec))) unknown++;
         },
@@ -224,7 +228,7 @@ export class StateJournal {
 }
 
 function encode(r: StateRecord): Buffer {
-  return Buffer.from(encodeStateRecord(r));
+  return encodeBinaryRecord(r) ?? Buffer.from(encodeStateRecord(r));
 }
 
 /**

@@ -63,6 +63,14 @@ export class LogChunkCache {
     return out;
   }
 
+  /** `copy` into `into[at…]`; false (nothing copied) if the chunk does not hold it all. */
+  copyInto(start: number, position: number, length: number, into: Buffer, at: number): boolean {
+    const c = this.chunks.get(start);
+    if (!c || position + length > start + c.length) return false;
+    into.set(c.buf.subarray(position - start, position - start + length), at);
+    return true;
+  }
+
   /** Whether `copy` would serve these bytes. */
   holds(start: number, position: number, length: number): boolean {
     const c = this.chunks.get(start);

@@ -252,15 +252,20 @@ export class MessageStore {
       let buf = this.log.readRecent(start, end - start);
       const verify = buf === null && this.o.verifyChecksumOnRead;
       if (buf === null && this.log.cachesChunks) {
-        // Through the chunk cache: each record a view of its chunk, the span read once for all queues.
+        // Through the chunk cache: the span read once for all queues, this queue's records copied
+        // out of it into one buffer.
         try {
           await this.log.loadChunks(start, end);
+          let size = 0;
+          for (let k = i; k < j; k++) size += wanted[k]!.size;
+          const own = Buffer.allocUnsafe(size);
+          let at = 0;
           let k = i;
           while (k < j) {
             const e = wanted[k]!;
-            const one = this.log.readCached(e.logPosition, e.size);
-            if (one) {
-              this.decodeInto(messages, corruptOffsets, one, 0, e, verify, topic, queueId);
+            if (this.log.copyCached(e.logPosition, e.size, own, at)) {
+              this.decodeInto(messages, corruptOffsets, own, at, e, verify, topic, queueId);
+              at += e.size;
               k++;
               continue;
             }

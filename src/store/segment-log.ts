@@ -352,6 +352,12 @@ export class SegmentLog {
     return start < 0 ? null : this.chunks!.copy(start, position, length);
   }
 
+  /** `readCached` into `into[at…]` instead of a new buffer; false (nothing copied) if not cached. */
+  copyCached(position: number, length: number, into: Buffer, at: number): boolean {
+    const start = this.chunkStartOf(position);
+    return start >= 0 && this.chunks!.copyInto(start, position, length, into, at);
+  }
+
   /** Whether `readCached` would serve these bytes. */
   isCached(position: number, length: number): boolean {
     const start = this.chunkStartOf(position);

@@ -24,6 +24,8 @@ export interface CompareOptions {
   waitIdleSeconds: number;
   /** Write V8 CPU profiles of Vela's broker and of every client child here. */
   cpuProfDir?: string;
+  /** Sample the server's RSS this often (seconds) during each measured part; summed up as a trend. */
+  rssEverySeconds: number;
   help: boolean;
 }
 
@@ -57,6 +59,10 @@ Options:
   --skip LIST           targets to leave out (same names)
   --workloads LIST      w1a, w1b, w2, w2pull, w3 (both rates), w3a (5,000/s), w3b (20,000/s)
   --w3-seconds N        length of each W3 window (default 8, quick 3)
+  --w3-rate N           W3a's send rate, msgs/s (default 5,000), e.g. for a soak at a rate the
+                        machine sustains
+  --rss-every N         sample the server's RSS every N s during each measured part and print
+                        min / max / slope (MiB per minute); default 5
   --json                print the full report as JSON instead of the table
   --json-file FILE      also write the full report as JSON to FILE
   --render FILE         run nothing; print the table of a report saved with --json-file
@@ -103,7 +109,11 @@ export function parseWorkloads(list: string): Workload[] {
 }
 
 /** Sizes of the default or the quick run; W3's window can be set apart (e.g. a 600 s soak). */
-export function workloadSizes(quick: boolean, w3Seconds?: number): Record<Workload, WorkloadSize> {
+export function workloadSizes(
+  quick: boolean,
+  w3Seconds?: number,
+  w3Rate?: number,
+): Record<Workload, WorkloadSize> {
   const windowMs = Math.round((w3Seconds ?? (quick ? 3 : 8)) * 1000);
   const w3 = (rate: number): WorkloadSize => ({
     count: Math.round((rate * windowMs) / 1000),
@@ -125,7 +135,7 @@ export function workloadSizes(quick: boolean, w3Seconds?: number): Record<Worklo
     w1b: { count: quick ? 500 : 3000, timeLimitMs: quick ? 3000 : 8000, warmup: 200, inflight: 1 },
     w2: { count: backlog, timeLimitMs: quick ? 8000 : 20_000, warmup: 0, inflight: 1024 },
     w2pull: { count: backlog, timeLimitMs: quick ? 8000 : 20_000, warmup: 0, inflight: 1024 },
-    w3a: w3(5000),
+    w3a: w3(w3Rate ?? 5000),
     w3b: w3(20_000),
   };
 }
@@ -144,6 +154,8 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let targets: Target[] = [...TARGETS];
   let workloads: Workload[] = [...WORKLOADS];
   let w3Seconds: number | undefined;
+  let w3Rate: number | undefined;
+  let rssEverySeconds = 5;
   let cpuProfDir: string | undefined;
   let waitIdleSeconds = 0;
   let jsonFile: string | undefined;
@@ -189,6 +201,19 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
           throw new Error(`--w3-seconds: bad value "${raw}"`);
         break;
       }
+      case '--w3-rate': {
+        const raw = take();
+        w3Rate = Number(raw);
+        if (!Number.isInteger(w3Rate) || w3Rate <= 0) throw new Error(`--w3-rate: bad value "${raw}"`);
+        break;
+      }
+      case '--rss-every': {
+        const raw = take();
+        rssEverySeconds = Number(raw);
+        if (!Number.isFinite(rssEverySeconds) || rssEverySeconds <= 0)
+          throw new Error(`--rss-every: bad value "${raw}"`);
+        break;
+      }
       case '--wait-idle': {
         const raw = take();
         waitIdleSeconds = Number(raw);
@@ -219,8 +244,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     help,
     targets,
     workloads,
-    sizes: workloadSizes(quick, w3Seconds),
+    sizes: workloadSizes(quick, w3Seconds, w3Rate),
     waitIdleSeconds,
+    rssEverySeconds,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(jsonFile !== undefined ? { jsonFile } : {}),
     ...(render !== undefined ? { render } : {}),

@@ -17,6 +17,7 @@ import { ensurePackages, machineInfo, versions } from './environment.js';
 import { USAGE, parseArgs, workloadsFor, type CompareOptions } from './options.js';
 import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
 import { renderTable } from './table.js';
+import { formatRssTrend, rssTrend, type RssSample } from './rss-trend.js';
 import { machineBusyUs } from './proc-stat.js';
 import { delay, killAllNow, stopAll } from './servers/managed-process.js';
 import { startNats } from './servers/nats.js';
@@ -91,18 +92,47 @@ function runClient(
     const sampler = setInterval(() => {
       rssPeak = Math.max(rssPeak, server.usage().rssBytes);
     }, 250);
+    // The trend over the measured part (a long W3 is the memory soak).
+    const rss: RssSample[] = [];
+    // Vela's JavaScript heap too (its admin API reports it): tells retained objects from allocator slack.
+    const heap: RssSample[] = [];
+    const heapUrl =
+      spec.target.startsWith('vela') && server.adminPort !== undefined
+        ? `http://127.0.0.1:${server.adminPort}/api/broker`
+        : undefined;
+    let rssSampler: NodeJS.Timeout | undefined;
+    const sampleRss = () => {
+      if (!begin) return;
+      const atMs = (monotonicUs() - begin.at) / 1000;
+      rss.push({ atMs, bytes: server.usage().rssBytes });
+      if (heapUrl) {
+        fetch(heapUrl)
+          .then((r) => r.json() as Promise<{ process?: { heapUsedBytes?: number } }>)
+          .then((b) => {
+            if (b.process?.heapUsedBytes !== undefined) heap.push({ atMs, bytes: b.process.heapUsedBytes });
+          })
+          .catch(() => {}); // a missed sample: the trend does without it
+      }
+    };
     const watchdog = setTimeout(() => {
       error = `client still running after ${Math.round(budgetMs / 1000)} s: killed`;
       child.kill('SIGKILL');
     }, budgetMs);
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line === 'BEGIN') begin = { ...server.usage(), machineUs: machineBusyUs(), at: monotonicUs() };
-      else if (line === 'END') end = { ...server.usage(), machineUs: machineBusyUs(), at: monotonicUs() };
-      else if (line.startsWith('RESULT ')) result = JSON.parse(line.slice(7)) as ClientResult;
+      if (line === 'BEGIN') {
+        begin = { ...server.usage(), machineUs: machineBusyUs(), at: monotonicUs() };
+        sampleRss();
+        rssSampler = setInterval(sampleRss, opts.rssEverySeconds * 1000);
+      } else if (line === 'END') {
+        end = { ...server.usage(), machineUs: machineBusyUs(), at: monotonicUs() };
+        clearInterval(rssSampler);
+        sampleRss();
+      } else if (line.startsWith('RESULT ')) result = JSON.parse(line.slice(7)) as ClientResult;
       else if (line.startsWith('ERROR ')) error = JSON.parse(line.slice(6)) as string;
     });
     child.once('exit', (code, signal) => {
       clearInterval(sampler);
+      clearInterval(rssSampler);
       clearTimeout(watchdog);
       currentClient = undefined;
       if (result && begin && end) {
@@ -115,6 +145,8 @@ function runClient(
           serverCpuUs,
           serverRssPeak: rssPeak,
           serverRssEnd: end.rssBytes,
+          serverRss: { samples: rss, trend: rssTrend(rss) },
+          ...(heap.length > 0 ? { serverHeap: { samples: heap, trend: rssTrend(heap) } } : {}),
           otherCores: elapsedUs > 0 ? Math.max(0, otherUs / elapsedUs) : 0,
           monotonicUs: { begin: begin.at, end: end.at },
         });
@@ -255,6 +287,11 @@ async function main(): Promise<void> {
           report.results.push(r);
           peak = Math.max(peak, r.serverRssPeak);
           log(summaryLine(r));
+          // Only worth a line when the part is long enough for a trend (a W3 soak).
+          if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
+            log(`         ${formatRssTrend(r.serverRss.trend)}`);
+          if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
+            log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
         } catch (err) {
           const e: WorkloadError = { target, workload, error: (err as Error).message };
           report.errors.push(e);

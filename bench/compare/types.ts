@@ -3,6 +3,8 @@
  * run, what it reports, and what the orchestrator adds from the server's side.
  */
 
+import type { RssSample, RssTrend } from './rss-trend.js';
+
 /**
  * The systems compared. Vela runs three times: with its own SDK, with the official RocketMQ Node client
  * (both gRPC), and with the Java Remoting client (remoting-rows.ts).
@@ -104,6 +106,10 @@ export interface WorkloadResult extends ClientResult {
   serverRssPeak: number;
   /** Server RSS when the measured part ended, bytes. */
   serverRssEnd: number;
+  /** The server's RSS sampled every `--rss-every` s over the measured part, and its trend. */
+  serverRss?: { samples: RssSample[]; trend: RssTrend | null };
+  /** Vela only: the broker's JavaScript heap in use, sampled with the RSS (from its admin API). */
+  serverHeap?: { samples: RssSample[]; trend: RssTrend | null };
   /**
    * CPU used by every other process on the machine during the measured part (machine busy time less
    * the server's and the client's), in cores: non-zero means the figures were measured on a machine

@@ -414,6 +414,12 @@ class ResponseReader {
         const st = this.status ?? statusOfClose(stream);
         if (st.code !== GrpcStatus.OK) return done(new TransportError(st.code, st.message));
         if (reader.partial) return done(new TransportError(GrpcStatus.INTERNAL, 'the answer was cut short'));
+        // The usual answer is not compressed: no promise turn for it.
+        if (!this.messages.some((m) => m.compressed))
+          return done(
+            null,
+            this.messages.map((m) => m.bytes),
+          );
         this.decompress(this.messages).then((out) => done(null, out), done);
       },
     );

@@ -77,6 +77,8 @@ export class Producer extends ClientBase {
   /** The broker each transactional message went to (EndTransaction goes there). */
   private readonly halfEndpoints = new WeakMap<object, Endpoints>();
   private maxBodySize = DEFAULT_MAX_BODY_SIZE;
+  /** Each cached route's writable queues by broker, worked out once per route rather than per send. */
+  private readonly writableQueues = new WeakMap<readonly MessageQueue[], WritableQueues>();
 
   constructor(options: ProducerOptions) {
     const config = resolveProducerOptions(options);
@@ -163,6 +165,7 @@ export class Producer extends ClientBase {
       const entry: SendEntry = {
         message: prepared,
         settled: false,
+        abortable: signal !== undefined,
         resolve: (r) => {
           if (entry.settled) return;
           entry.settled = true;
@@ -299,9 +302,10 @@ export class Producer extends ClientBase {
       entries = entries.filter((e) => !e.settled);
       if (entries.length === 0) return;
       const failed = new Map<SendEntry, VelaClientError>();
-      // When every caller of this request has given up, the request itself is cancelled.
-      const call = new AbortController();
-      for (const e of entries) e.onAbort = () => entries.every((x) => x.settled) && call.abort();
+      // When every caller of this request has given up, the request itself is cancelled (only
+      // callers with a signal can give up: without one, no controller is needed).
+      const call = entries.some((e) => e.abortable) ? new AbortController() : undefined;
+      if (call) for (const e of entries) e.onAbort = () => entries.every((x) => x.settled) && call.abort();
       try {
         const queue = await this.pickQueue(topic, attempt);
         const conn = this.connectionFor(queue.broker.endpoints);
@@ -320,7 +324,7 @@ export class Producer extends ClientBase {
               system_properties: { ...e.message.wire.system_properties, queue_id: queue.id },
             })),
           },
-          { timeoutMs: this.clientConfig.requestTimeoutMs, signal: call.signal },
+          { timeoutMs: this.clientConfig.requestTimeoutMs, ...(call ? { signal: call.signal } : {}) },
         );
         const results = res.entries ?? [];
         if (results.length !== entries.length) {
@@ -355,7 +359,7 @@ export class Producer extends ClientBase {
           for (const e of entries) e.reject(lastErrors.get(e) ?? err);
           return;
         }
-        if (call.signal.aborted) return; // every caller aborted: each has its answer
+        if (call?.signal.aborted) return; // every caller aborted: each has its answer
         if (!(err instanceof VelaClientError)) {
           for (const e of entries) e.reject(err);
           return;
@@ -396,21 +400,41 @@ export class Producer extends ClientBase {
    * the real queue anyway, for FIFO by message group).
    */
   private async pickQueue(topic: string, attempt: number): Promise<MessageQueue> {
-    const queues = (await this.route(topic)).filter(
-      (q) =>
-        (q.permission === WirePermission.WRITE || q.permission === WirePermission.READ_WRITE) &&
-        q.broker?.endpoints?.addresses?.length,
-    );
-    if (queues.length === 0) {
+    const route = await this.route(topic);
+    let writable = this.writableQueues.get(route);
+    if (!writable) {
+      writable = writableByBroker(route);
+      this.writableQueues.set(route, writable);
+    }
+    const brokers = writable.brokers;
+    if (brokers.length === 0) {
       throw new VelaClientError(Code.FORBIDDEN, `no writable queue in the route of ${topic}`, {
         rpc: 'QueryRoute',
       });
     }
-    const brokers = [...new Set(queues.map((q) => endpointsKey(q.broker.endpoints)))];
     const n = this.roundRobin.get(topic) ?? Math.floor(Math.random() * 1024);
     if (attempt === 1) this.roundRobin.set(topic, n + 1);
-    const broker = brokers[(n + attempt - 1) % brokers.length]!;
-    const own = queues.filter((q) => endpointsKey(q.broker.endpoints) === broker);
+    const own = writable.queues[(n + attempt - 1) % brokers.length]!;
     return own[n % own.length]!;
   }
+}
+
+interface WritableQueues {
+  /** Brokers with a writable queue, in route order. */
+  brokers: string[];
+  /** The writable queues of each of `brokers`, same order. */
+  queues: MessageQueue[][];
+}
+
+function writableByBroker(route: readonly MessageQueue[]): WritableQueues {
+  const byBroker = new Map<string, MessageQueue[]>();
+  for (const q of route) {
+    const writable = q.permission === WirePermission.WRITE || q.permission === WirePermission.READ_WRITE;
+    if (!writable || !q.broker?.endpoints?.addresses?.length) continue;
+    const key = endpointsKey(q.broker.endpoints);
+    let list = byBroker.get(key);
+    if (!list) byBroker.set(key, (list = []));
+    list.push(q);
+  }
+  return { brokers: [...byBroker.keys()], queues: [...byBroker.values()] };
 }

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fmtMs, fmtRatio, percentile, perMessage, ratio, summarize } from '../../bench/compare/stats.js';
 import { parseArgs, parseTargets, workloadSizes, workloadsFor } from '../../bench/compare/options.js';
+import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
 import { keptUp, renderTable } from '../../bench/compare/table.js';
 import { areaOf, summarizeProfile, type CpuProfile } from '../../bench/compare/profile-summary.js';
@@ -117,6 +118,14 @@ describe('bench:compare command line', () => {
     const soak = workloadSizes(false, 600);
     assert.equal(soak.w3a.timeLimitMs, 600_000);
     assert.equal(soak.w3a.count, 3_000_000);
+    const slower = parseArgs(['--w3-seconds', '600', '--w3-rate', '2000', '--rss-every', '10']);
+    assert.equal(slower.sizes.w3a.rate, 2000);
+    assert.equal(slower.sizes.w3a.count, 1_200_000);
+    assert.equal(slower.sizes.w3b.rate, 20_000);
+    assert.equal(slower.rssEverySeconds, 10);
+    assert.equal(parseArgs([]).rssEverySeconds, 5);
+    assert.throws(() => parseArgs(['--w3-rate', '0']), /bad value/);
+    assert.throws(() => parseArgs(['--rss-every', 'x']), /bad value/);
     assert.deepEqual(workloadsFor('vela-sdk', ['w2', 'w2pull']), ['w2', 'w2pull']);
     assert.deepEqual(workloadsFor('rabbitmq', ['w2', 'w2pull']), ['w2']);
     assert.deepEqual(workloadsFor('vela-official', ['w2pull']), []);
@@ -332,5 +341,34 @@ describe('bench:compare profile summary', () => {
     assert.equal(areaOf('file:///a/src/store/message-store.ts', 'x'), 'vela src/store');
     assert.equal(areaOf('', '(program)'), 'V8 / native (program)');
     assert.equal(areaOf('', 'writeBuffers'), 'native: writeBuffers');
+  });
+});
+
+describe('bench:compare RSS trend', () => {
+  const MIB = 1024 * 1024;
+  test('flat, growing and settling series', () => {
+    const flat = rssTrend([0, 1, 2, 3].map((i) => ({ atMs: i * 5000, bytes: 200 * MIB })))!;
+    assert.equal(flat.slopeMiBPerMin, 0);
+    assert.equal(flat.minBytes, 200 * MIB);
+    // 1 MiB every 5 s = 12 MiB per minute.
+    const growing = rssTrend([0, 1, 2, 3, 4].map((i) => ({ atMs: i * 5000, bytes: (100 + i) * MIB })))!;
+    assert.ok(Math.abs(growing.slopeMiBPerMin! - 12) < 1e-9);
+    assert.equal(growing.firstBytes, 100 * MIB);
+    assert.equal(growing.lastBytes, 104 * MIB);
+    assert.equal(growing.maxBytes, 104 * MIB);
+    // Warm-up growth, then flat: the second half says flat.
+    const settling = rssTrend(
+      [100, 150, 180, 180, 180, 180, 180].map((m, i) => ({ atMs: i * 10_000, bytes: m * MIB })),
+    )!;
+    assert.ok(settling.slopeMiBPerMin! > 0);
+    assert.equal(settling.secondHalfSlopeMiBPerMin, 0);
+    assert.match(
+      formatRssTrend(settling),
+      /100–180 MiB \(first 100, last 180\), slope \+[0-9.]+ MiB\/min, second half \+0\.00/,
+    );
+    assert.match(formatRssTrend(settling), /^server RSS over 7 samples: /);
+    assert.match(formatRssTrend(settling, 'server heap used'), /^server heap used over 7 samples: /);
+    assert.equal(rssTrend([]), null);
+    assert.equal(rssTrend([{ atMs: 0, bytes: MIB }])!.slopeMiBPerMin, null);
   });
 });

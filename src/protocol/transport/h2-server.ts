@@ -367,35 +367,21 @@ export class GrpcServer {
       return;
     }
     const method = this.methods.get(path);
-    const early = (code: GrpcStatus, message: string, extra: Record<string, string> = {}) => {
-      try {
-        stream.respond(
-          {
-            [constants.HTTP2_HEADER_STATUS]: 200,
-            [constants.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
-            'grpc-status': String(code),
-            'grpc-message': message,
-            ...extra,
-          },
-          { endStream: true },
-        );
-      } catch {
-        // reset meanwhile
-      }
-      stream.close(constants.NGHTTP2_NO_ERROR);
-    };
-    if (!method) return early(GrpcStatus.UNIMPLEMENTED, `unknown method ${encodeURI(path)}`);
+    if (!method) return answerEarly(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${encodeURI(path)}`);
     const encoding = headers['grpc-encoding'] as string | undefined;
     if (!isSupportedEncoding(encoding)) {
-      return early(GrpcStatus.UNIMPLEMENTED, `unsupported grpc-encoding ${encodeURI(encoding ?? '')}`, {
-        'grpc-accept-encoding': ACCEPT_ENCODING,
-      });
+      return answerEarly(
+        stream,
+        GrpcStatus.UNIMPLEMENTED,
+        `unsupported grpc-encoding ${encodeURI(encoding ?? '')}`,
+        { 'grpc-accept-encoding': ACCEPT_ENCODING },
+      );
     }
     let timeoutMs: number | undefined;
     try {
       timeoutMs = parseTimeout(headers['grpc-timeout'] as string | undefined);
     } catch (err) {
-      return early((err as GrpcError).code, (err as GrpcError).message);
+      return answerEarly(stream, (err as GrpcError).code, (err as GrpcError).message);
     }
     const deadline = deadlineOf(timeoutMs, Date.now());
     const name = path.slice(path.lastIndexOf('/') + 1);
@@ -545,6 +531,30 @@ export class GrpcServer {
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
+
+/** A call refused before it reached its method: trailers-only, then the stream is closed. */
+function answerEarly(
+  stream: http2.ServerHttp2Stream,
+  code: GrpcStatus,
+  message: string,
+  extra: Record<string, string> = {},
+): void {
+  try {
+    stream.respond(
+      {
+        [constants.HTTP2_HEADER_STATUS]: 200,
+        [constants.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
+        'grpc-status': String(code),
+        'grpc-message': message,
+        ...extra,
+      },
+      { endStream: true },
+    );
+  } catch {
+    // reset meanwhile
+  }
+  stream.close(constants.NGHTTP2_NO_ERROR);
+}
 
 function respondPlain(stream: http2.ServerHttp2Stream, status: number): void {
   try {

@@ -4,7 +4,12 @@
  * and the ways to answer — one message, many messages in one write, or a stream of writes that respects
  * HTTP/2 flow control — ending with `grpc-status` trailers.
  */
-import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import {
+  constants,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+  type ServerStreamResponseOptions,
+} from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import {
   ACCEPT_ENCODING,
@@ -14,6 +19,7 @@ import {
   GRPC_CONTENT_TYPE,
   GrpcStatus,
 } from './grpc-wire.js';
+import { sendTrailersNow } from './trailers.js';
 
 /** Who is calling: enough for logs, sessions and an authenticator. */
 export interface PeerInfo {
@@ -38,6 +44,23 @@ export class CallAbortedError extends Error {
     super(`the call was aborted (${reason})`);
   }
 }
+
+/** The answer's headers (node:http2 copies them; never changed). */
+const RESPONSE_HEADERS = Object.freeze({
+  [constants.HTTP2_HEADER_STATUS]: 200,
+  [constants.HTTP2_HEADER_CONTENT_TYPE]: GRPC_CONTENT_TYPE,
+  'grpc-accept-encoding': ACCEPT_ENCODING,
+});
+// `sendDate` is read by node:http2's respond() but missing from its typings.
+const RESPOND_OPTIONS = Object.freeze({
+  waitForTrailers: true,
+  sendDate: false,
+}) as ServerStreamResponseOptions;
+const TRAILERS_ONLY_OPTIONS = Object.freeze({
+  endStream: true,
+  sendDate: false,
+}) as ServerStreamResponseOptions;
+const OK_TRAILERS: Record<string, string> = Object.freeze({ 'grpc-status': String(GrpcStatus.OK) });
 
 /** Bytes a call may have waiting for the client's flow-control window before `write` says "wait". */
 const CALL_HIGH_WATER_MARK = 256 * 1024;
@@ -250,24 +273,23 @@ export class ServerCall {
     this.headersSent = true;
     const stream = this.stream;
     if (stream.destroyed || stream.closed) return;
-    stream.respond(
-      {
-        [constants.HTTP2_HEADER_STATUS]: 200,
-        [constants.HTTP2_HEADER_CONTENT_TYPE]: GRPC_CONTENT_TYPE,
-        'grpc-accept-encoding': ACCEPT_ENCODING,
-      },
-      { waitForTrailers: true },
-    );
-    stream.once('wantTrailers', () => {
-      const trailers: Record<string, string> = { 'grpc-status': String(this.trailerCode) };
-      if (this.trailerMessage) trailers['grpc-message'] = encodeMessage(this.trailerMessage);
-      try {
-        stream.sendTrailers(trailers);
-      } catch {
-        // the stream was reset meanwhile
-      }
-      this.markAnswered();
-    });
+    // No `date` header (gRPC does not use it; node:http2 would format one per answer).
+    stream.respond(RESPONSE_HEADERS, RESPOND_OPTIONS);
+    stream.once('wantTrailers', () => this.sendTrailers());
+  }
+
+  private sendTrailers(): void {
+    const trailers: Record<string, string> =
+      this.trailerCode === GrpcStatus.OK && !this.trailerMessage
+        ? OK_TRAILERS
+        : { 'grpc-status': String(this.trailerCode) };
+    if (this.trailerMessage) trailers['grpc-message'] = encodeMessage(this.trailerMessage);
+    try {
+      sendTrailersNow(this.stream, trailers);
+    } catch {
+      // the stream was reset meanwhile
+    }
+    this.markAnswered();
   }
 
   private trailersOnly(code: GrpcStatus, message: string): void {
@@ -282,7 +304,7 @@ export class ServerCall {
     };
     if (message) headers['grpc-message'] = encodeMessage(message);
     try {
-      stream.respond(headers, { endStream: true });
+      stream.respond(headers, TRAILERS_ONLY_OPTIONS);
     } catch {
       // the stream was reset meanwhile
     }

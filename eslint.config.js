@@ -131,7 +131,7 @@ export default tseslint.config(
     rules: layer(
       'the SDK shares only the wire codec with protocol/',
       '(^|/)(broker|store|admin|remoting|metrics|dashboard)/',
-      '(^|/)protocol/(?!(codec|wire-types|body-digest|transport/grpc-wire)\\.js$)',
+      '(^|/)protocol/(?!(codec|wire-types|body-digest|varint|transport/grpc-wire)\\.js$)',
       ROOTS,
     ),
   },

@@ -12,6 +12,7 @@
  * against protobufjs.
  */
 import type { Resource, Status } from '../protocol/wire-types.js';
+import { vsize, writeVarint } from '../protocol/varint.js';
 
 // ---- reading ----------------------------------------------------------------------------------------
 
@@ -376,24 +377,6 @@ export function decodeDeliveryFrame(bytes: Buffer, pull: boolean, into?: Decoded
 }
 
 // ---- AckMessage -------------------------------------------------------------------------------------
-
-function vsize(v: number): number {
-  let n = 1;
-  while (v >= 128) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-function writeVarint(out: Buffer, at: number, v: number): number {
-  while (v >= 128) {
-    out[at++] = (v & 127) | 128;
-    v = Math.floor(v / 128);
-  }
-  out[at++] = v;
-  return at;
-}
 
 function utf8Length(s: string): number {
   return Buffer.byteLength(s, 'utf8');

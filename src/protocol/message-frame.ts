@@ -11,28 +11,11 @@
  */
 import type { PbTimestamp } from './codec.js';
 import type { Duration, Resource, SystemProperties, WireMessage } from './wire-types.js';
+import { vsize, writeVarint } from './varint.js';
 
 /** Lengths in pre-order (each nested message's length before its fields' string lengths). */
 const lens: number[] = [];
 let li = 0;
-
-function vsize(v: number): number {
-  let n = 1;
-  while (v >= 128) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-function writeVarint(buf: Buffer, at: number, v: number): number {
-  while (v >= 128) {
-    buf[at++] = (v % 128) | 128;
-    v = Math.floor(v / 128);
-  }
-  buf[at++] = v;
-  return at;
-}
 
 /** A number the fast path writes as protobufjs would: a non-negative safe integer. */
 function ok(v: unknown): v is number {

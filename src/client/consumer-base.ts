@@ -187,14 +187,7 @@ export abstract class ConsumerBase extends ClientBase {
       receiptHandle: '',
       owner: this,
     };
-    let status: Status | undefined;
-    const messages: MessageView[] = [];
-    const scratch = new DecodedMessage(); // each message is copied into its MessageView at once
-    for (const bytes of frames) {
-      const f = decodeFrame(bytes, false, 'ReceiveMessage', scratch);
-      if (f.message) messages.push(new MessageView(f.message, ref));
-      else if (f.status && !status) status = f.status;
-    }
+    const { messages, status } = decodeAnswer(frames, false, 'ReceiveMessage', ref);
     if (messages.length > 0) return messages;
     if (!status || status.code === Code.MESSAGE_NOT_FOUND || isOk(status.code)) return [];
     throw fromStatus(status, 'ReceiveMessage');
@@ -238,16 +231,36 @@ export abstract class ConsumerBase extends ClientBase {
 }
 
 /** Decode one answer frame; bytes that do not parse are the broker's fault: an INTERNAL_ERROR. */
-export function decodeFrame(bytes: Buffer, pull: boolean, rpc: string, into?: DecodedMessage): DeliveryFrame {
-  try {
-    return decodeDeliveryFrame(bytes, pull, into);
-  } catch (err) {
-    throw new VelaClientError(
-      Code.INTERNAL_ERROR,
-      `${rpc}: cannot decode an answer: ${(err as Error).message}`,
-      {
-        rpc,
-      },
-    );
+/**
+ * A ReceiveMessage or PullMessage answer: its messages (views sharing `ref`), its first status and,
+ * for a pull, its first next offset.
+ */
+export function decodeAnswer(
+  frames: readonly Buffer[],
+  pull: boolean,
+  rpc: string,
+  ref: DeliveryRef,
+): { messages: MessageView[]; status?: Status; nextOffset?: number } {
+  const messages: MessageView[] = [];
+  let status: Status | undefined;
+  let nextOffset: number | undefined;
+  const scratch = new DecodedMessage(); // each message is copied into its MessageView at once
+  for (const bytes of frames) {
+    let f: DeliveryFrame;
+    try {
+      f = decodeDeliveryFrame(bytes, pull, scratch);
+    } catch (err) {
+      throw new VelaClientError(
+        Code.INTERNAL_ERROR,
+        `${rpc}: cannot decode an answer: ${(err as Error).message}`,
+        {
+          rpc,
+        },
+      );
+    }
+    if (f.message) messages.push(new MessageView(f.message, ref));
+    else if (f.status) status ??= f.status;
+    else if (f.nextOffset !== undefined) nextOffset ??= f.nextOffset;
   }
+  return { messages, ...(status ? { status } : {}), ...(nextOffset !== undefined ? { nextOffset } : {}) };
 }

@@ -12,10 +12,9 @@ import { EventEmitter } from 'node:events';
 import { Code } from '../common/codes.js';
 import { fromMillis } from '../protocol/codec.js';
 import { WireClientType, type MessageQueue, type Settings, type Status } from '../protocol/wire-types.js';
-import { ConsumerBase, decodeFrame, resolveConsumerOptions, type ConsumerOptions } from './consumer-base.js';
+import { ConsumerBase, decodeAnswer, resolveConsumerOptions, type ConsumerOptions } from './consumer-base.js';
 import { clientError, fromStatus, isVelaClientError } from './errors.js';
-import { MessageView, type DeliveryRef } from './message.js';
-import { DecodedMessage } from './hot-codec.js';
+import type { DeliveryRef, MessageView } from './message.js';
 import { integer, nonNegative, positive, resolveClientOptions } from './options.js';
 import type { Connection } from './connection.js';
 
@@ -207,16 +206,7 @@ export class PullConsumer extends ConsumerBase {
       receiptHandle: '',
       owner: this,
     };
-    let status: Status | undefined;
-    let next: number | undefined;
-    const messages: MessageView[] = [];
-    const scratch = new DecodedMessage(); // each message is copied into its MessageView at once
-    for (const bytes of frames) {
-      const f = decodeFrame(bytes, true, 'PullMessage', scratch);
-      if (f.message) messages.push(new MessageView(f.message, ref));
-      else if (f.status) status ??= f.status;
-      else if (f.nextOffset !== undefined) next ??= f.nextOffset;
-    }
+    const { messages, status, nextOffset: next } = decodeAnswer(frames, true, 'PullMessage', ref);
     if (status?.code === Code.ILLEGAL_OFFSET && next !== undefined) {
       // Retention removed our offset, or an admin reset moved the group: continue where we are told.
       pos.next = pos.consumed = next;

@@ -51,19 +51,7 @@ export class LogChunkCache {
     return this.chunks.size * this.o.capacity;
   }
 
-  /**
-   * A copy of [position, position + length) if the cached chunk starting at `start` holds it all;
-   * otherwise null.
-   */
-  copy(start: number, position: number, length: number): Buffer | null {
-    const c = this.chunks.get(start);
-    if (!c || position + length > start + c.length) return null;
-    const out = Buffer.allocUnsafe(length);
-    c.buf.copy(out, 0, position - start, position - start + length);
-    return out;
-  }
-
-  /** `copy` into `into[at…]`; false (nothing copied) if the chunk does not hold it all. */
+  /** Copy [position, position + length) into `into[at…]` if the chunk starting at `start` holds it all. */
   copyInto(start: number, position: number, length: number, into: Buffer, at: number): boolean {
     const c = this.chunks.get(start);
     if (!c || position + length > start + c.length) return false;
@@ -71,7 +59,7 @@ export class LogChunkCache {
     return true;
   }
 
-  /** Whether `copy` would serve these bytes. */
+  /** Whether `copyInto` would serve these bytes. */
   holds(start: number, position: number, length: number): boolean {
     const c = this.chunks.get(start);
     return c !== undefined && position + length <= start + c.length;

@@ -344,21 +344,15 @@ export class SegmentLog {
   }
 
   /**
-   * A copy of the bytes [position, position + length) from a chunk of the read cache, if one chunk
-   * holds them all; otherwise null.
+   * Copy the bytes [position, position + length) into `into[at…]` from a chunk of the read cache, if
+   * one chunk holds them all; false (nothing copied) otherwise.
    */
-  readCached(position: number, length: number): Buffer | null {
-    const start = this.chunkStartOf(position);
-    return start < 0 ? null : this.chunks!.copy(start, position, length);
-  }
-
-  /** `readCached` into `into[at…]` instead of a new buffer; false (nothing copied) if not cached. */
   copyCached(position: number, length: number, into: Buffer, at: number): boolean {
     const start = this.chunkStartOf(position);
     return start >= 0 && this.chunks!.copyInto(start, position, length, into, at);
   }
 
-  /** Whether `readCached` would serve these bytes. */
+  /** Whether `copyCached` would serve these bytes. */
   isCached(position: number, length: number): boolean {
     const start = this.chunkStartOf(position);
     return start >= 0 && this.chunks!.holds(start, position, length);

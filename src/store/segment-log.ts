@@ -338,7 +338,7 @@ export class SegmentLog {
     }
   }
 
-  /** Whether reads of the files go through the chunk cache (`readCached`, `loadChunks`). */
+  /** Whether reads of the files go through the chunk cache (`loadChunks`, `copyCached`). */
   get cachesChunks(): boolean {
     return this.chunks !== null;
   }

@@ -158,11 +158,14 @@ function pinned(file: string, pattern: RegExp, what: string): string {
 async function buildJava(): Promise<ClientProgram> {
   const src = join(INTEROP, 'java');
   const version = pinned(join(src, 'pom.xml'), /<rocketmq\.client\.version>([^<]+)</, 'rocketmq-client-java');
-  const javaVersion = (await must('java -version', 'java', ['-version'])).trim();
-  const mavenVersion = (await must('mvn -v', 'mvn', ['-B', '-v'])).split('\n')[0] ?? '';
+  // Only the version numbers: anything else in the output (Maven's colour codes, a JVM warning on
+  // stderr) can differ between the build step and a test process, and a different key makes a test
+  // process rebuild — deleting the build another suite is running from.
+  const javaVersion = /version "([^"]+)"/.exec(await must('java -version', 'java', ['-version']))?.[1] ?? '';
+  const mavenVersion = /Apache Maven (\S+)/.exec(await must('mvn -v', 'mvn', ['-B', '-v']))?.[1] ?? '';
   const dir = await cached(
     'java',
-    `java-${version}-${hashOf(src, javaVersion + mavenVersion)}`,
+    `java-${version}-${hashOf(src, `java ${javaVersion} maven ${mavenVersion}`)}`,
     async (out) => {
       cpSync(join(src, 'pom.xml'), join(out, 'pom.xml'));
       cpSync(join(src, 'src'), join(out, 'src'), { recursive: true });

@@ -356,6 +356,11 @@ export class MessageStore {
     return q ? q.offsetForTimestamp(timestamp) : 0;
   }
 
+  /** The queue's next offset to be written (its committed end): `queueState(…).maxOffset` without the object. */
+  maxOffset(topic: string, queueId: number): number {
+    return this.queues.get(queueKey(topic, queueId))?.committed ?? 0;
+  }
+
   queueState(topic: string, queueId: number): QueueState {
     const q = this.queues.get(queueKey(topic, queueId));
     return {

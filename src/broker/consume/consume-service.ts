@@ -83,9 +83,19 @@ export class ConsumeService implements StateParticipant {
     this.figures = new Progress(ctx);
     this.records = new ConsumeJournal(ctx);
     this.admin = new AdminChanges(ctx, this.records);
-    deps.store.onArrival((topic) =>
-      ctx.waiters.wake(topic.startsWith('%RETRY%') ? this.topicOfRetry(topic) : topic),
-    );
+    // The store tells every queue that got messages in one durable write, one after the other: the
+    // topics are woken once for all of them, after the last. A wake per queue woke as many competing
+    // receives as the write touched queues, and all but the first found the messages taken.
+    const arrived = new Set<string>();
+    deps.store.onArrival((topic) => {
+      if (arrived.size === 0) {
+        queueMicrotask(() => {
+          for (const t of arrived) ctx.waiters.wake(t);
+          arrived.clear();
+        });
+      }
+      arrived.add(topic.startsWith('%RETRY%') ? this.topicOfRetry(topic) : topic);
+    });
     deps.sessions.onGone(
       (clientId) =>
         void this.releaseClient(clientId).catch((err) => ctx.logger.error({ err }, 'release failed')),
@@ -216,17 +226,23 @@ export class ConsumeService implements StateParticipant {
       // Register interest before looking, so an arrival during the pop is not missed.
       const wait = ctx.waiters.park(req.topic, pollUntil - ctx.now(), parker, req.signal);
       let out: Delivered[];
+      let more: boolean;
       try {
         const popped = await ctx.serialized(s, () => this.popper.pop(s, topic, group, popRequest));
         await popped.durable;
         out = popped.delivered;
+        more = popped.more;
       } catch (err) {
         wait.cancel();
         throw err;
       }
       if (out.length > 0) {
+        // The next receive of the group looks only when there may be more: the pop left some, or
+        // something arrived while it looked (the wake it took may be for messages it did not see).
+        // Passing on every time woke a second receive per arrival to find nothing.
+        const woken = wait.woken;
         wait.cancel();
-        wait.passOn(); // there may be more for the next receive of the group
+        if (more || woken) wait.passOn();
         return out;
       }
       const gone = !ctx.states.isLive(s); // the topic or group was deleted meanwhile

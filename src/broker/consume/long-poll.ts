@@ -49,11 +49,14 @@ export interface Parking {
   cancel(): void;
   /** Wake the next request of the same key (this one took messages, or was woken and left without looking). */
   passOn(): void;
+  /** An arrival (or a delivery ready again) woke this wait: a request that looked before it may have missed it. */
+  readonly woken: boolean;
 }
 
 class Entry {
   settled = false;
   counted = false;
+  woken = false;
   constructor(
     readonly topic: string,
     readonly key: string,
@@ -152,6 +155,7 @@ export class LongPollWaiters {
       const finish = (why: WakeReason) => {
         if (entry.settled) return;
         entry.settled = true;
+        entry.woken = why === 'woken';
         if (timer) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         this.remove(entry);
@@ -176,6 +180,9 @@ export class LongPollWaiters {
       hold: () => (entry.settled || entry.counted ? undefined : this.lot.enter(entry)),
       cancel: () => entry.finish('timeout'),
       passOn: () => this.wakeOne(topic, key),
+      get woken() {
+        return entry.woken;
+      },
     };
   }
 

@@ -52,6 +52,12 @@ export interface PopResult {
   delivered: Delivered[];
   /** Resolves once the hand-outs are durable. */
   durable: Promise<void>;
+  /**
+   * Something may be left for another receive of the group: the batch filled, the group is orderly
+   * (held messages), or a queue still has messages past its read position. False only when this pop
+   * read everything there was.
+   */
+  more: boolean;
 }
 
 /** One pop in progress: what it handed out and which read positions it moved. */
@@ -121,7 +127,7 @@ export class Pop {
 
   async pop(s: GroupTopicState, topic: TopicConfig, g: GroupConfig, req: PopRequest): Promise<PopResult> {
     // Forgotten while this receive waited its turn (its topic or group was deleted).
-    if (!this.ctx.states.isLive(s)) return { delivered: [], durable: Promise.resolve() };
+    if (!this.ctx.states.isLive(s)) return { delivered: [], durable: Promise.resolve(), more: false };
     const b = new Batch(this.ctx, s, req, this.ctx.now());
     await this.dueFifoRedeliveries(b);
     if (!g.consumeMessageOrderly) await this.dueRetries(b);
@@ -140,7 +146,17 @@ export class Pop {
             fifoLows: b.lows,
           })
         : Promise.resolve();
-    return { delivered: b.delivered, durable };
+    const more = b.full || g.consumeMessageOrderly || this.unread(s, topic);
+    return { delivered: b.delivered, durable, more };
+  }
+
+  /** A queue of the topic holds messages past the group's read position. */
+  private unread(s: GroupTopicState, topic: TopicConfig): boolean {
+    for (let q = 0; q < topic.readQueueNums; q++) {
+      const at = s.topicNext.get(q) ?? this.firstOffset(s, q);
+      if (at < this.ctx.store.maxOffset(s.topic, q)) return true;
+    }
+    return false;
   }
 
   /** 1. FIFO messages due again, first. */
@@ -229,7 +245,10 @@ export class Pop {
   private async readQueue(b: Batch, q: number, fq: FifoQueue | undefined): Promise<void> {
     const { s, req } = b;
     const store = this.ctx.store;
-    let at = s.topicNext.get(q) ?? this.firstOffset(s, q);
+    const known = s.topicNext.get(q);
+    // Nothing new in the queue since the last read: no store read (a receive looks at every queue).
+    if (!fq && known !== undefined && store.maxOffset(s.topic, q) === known) return;
+    let at = known ?? this.firstOffset(s, q);
     if (fq && !fq.canRead(at)) return;
     const want = fq ? Math.max(b.room, 64) : b.room;
     let r = await store.read(s.topic, q, at, { maxCount: want, tagHashes: req.filter.hashes });

@@ -88,7 +88,8 @@ export class PullService {
     parking?: ParkingLot,
   ) {
     this.waiters = new LongPollWaiters(parking);
-    store.onArrival((topic) => this.waiters.wake(topic));
+    // A pull reads one queue: it waits on that queue only, so an arrival wakes the pulls of its queue.
+    store.onArrival((topic, queueId) => this.waiters.wake(parkedOn(topic, queueId)));
   }
 
   stop(): void {
@@ -173,11 +174,16 @@ export class PullService {
     }
     const batch = Math.min(MAX_PULL_BATCH, Math.max(1, req.batchSize ?? 32));
     const until = this.clock.now() + Math.max(0, Math.min(req.pollMs, this.maxPollMs));
-    // Pulls read without taking: every parked pull of the topic is woken (no wake key).
+    // Pulls read without taking: every parked pull of the queue is woken (no wake key).
     const parker: Parker = { client: req.parker ?? req.clientId, group };
     for (;;) {
       // Register interest before looking, so an arrival during the read is not missed.
-      let wait = this.waiters.park(req.topic, until - this.clock.now(), parker, req.signal);
+      let wait = this.waiters.park(
+        parkedOn(req.topic, req.queueId),
+        until - this.clock.now(),
+        parker,
+        req.signal,
+      );
       let r;
       try {
         r = await this.store.read(req.topic, req.queueId, req.offset, {
@@ -223,7 +229,7 @@ export class PullService {
         wait.cancel();
         if (now < until && !req.signal?.aborted) {
           wait = this.waiters.park(
-            req.topic,
+            parkedOn(req.topic, req.queueId),
             Math.min(until, r.messages[0]!.deliveryTimestamp) - now,
             parker,
             req.signal,
@@ -291,4 +297,9 @@ export class PullService {
     if (timestamp === undefined) throw new VelaError('BAD_REQUEST', 'a TIMESTAMP query needs a timestamp');
     return this.store.offsetForTimestamp(topic, queueId, timestamp);
   }
+}
+
+/** Where a pull of one queue waits (the waiters' topic key). */
+function parkedOn(topic: string, queueId: number): string {
+  return `${topic}\u0000${queueId}`;
 }

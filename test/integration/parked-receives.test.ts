@@ -251,3 +251,50 @@ test('a receive that leaves messages behind wakes the next parked receive of its
     d.cleanup();
   }
 });
+
+test('a parked pull is woken by an arrival on its own queue, not by one on another queue', async () => {
+  const d = tempDir('vela-pull-queue-');
+  const b = await Broker.open({ dataDir: d.path, consume: { minInvisibleMs: 0 } });
+  const a = new AbortController();
+  let p: Promise<unknown> | undefined;
+  try {
+    await b.topics.upsert('PQ', { readQueueNums: 2, writeQueueNums: 2 });
+    await b.groups.upsert('PG', {});
+    const store = storeOf(b);
+    let reads = 0;
+    const read = store.read.bind(store);
+    store.read = (topic, ...rest) => {
+      if (topic === 'PQ') reads++;
+      return read(topic, ...rest);
+    };
+    const pulled = b.pull.pull({
+      group: 'PG',
+      topic: 'PQ',
+      queueId: 0,
+      offset: 0,
+      filter: ALL,
+      pollMs: 60_000,
+      clientId: 'pq-puller',
+      signal: a.signal,
+    });
+    p = pulled;
+    await until(() => b.consume.parking.parked === 1);
+    assert.equal(reads, 1);
+    await store.append([{ topic: 'PQ', queueId: 1, messageId: 'PQ1', body: Buffer.from('x') }]);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(reads, 1, 'an arrival on queue 1 made the pull of queue 0 look again');
+    assert.equal(b.consume.parking.parked, 1);
+    await store.append([{ topic: 'PQ', queueId: 0, messageId: 'PQ0', body: Buffer.from('y') }]);
+    const r = await pulled;
+    assert.deepEqual(
+      r.messages.map((m) => m.messageId),
+      ['PQ0'],
+    );
+    store.read = read;
+  } finally {
+    a.abort();
+    await p?.catch(() => {});
+    await b.close();
+    d.cleanup();
+  }
+});

@@ -120,153 +120,125 @@ test('PullMessage long polls are bounded per client too', async () => {
   assert.equal(lot.parked, 0);
 });
 
-test('one arrival wakes one parked receive of a group, not all of them', async () => {
-  const d = tempDir('vela-herd-');
+interface Parked {
+  p: Promise<unknown>;
+  a: AbortController;
+}
+
+/**
+ * A broker of its own (in a temp dir) with `topic` (`queues` queues) and `group`, for `body`; what
+ * `park` parked is aborted and awaited after it, and the broker closed.
+ */
+async function withOwnBroker(
+  topic: string,
+  group: string,
+  queues: number,
+  body: (b: Broker, park: (n: number, batchSize?: number) => Parked[]) => Promise<void>,
+): Promise<void> {
+  const d = tempDir(`vela-${topic}-`);
   const b = await Broker.open({ dataDir: d.path, consume: { minInvisibleMs: 0 } });
-  const parked: { p: Promise<unknown>; a: AbortController }[] = [];
-  try {
-    await b.topics.upsert('Herd', { readQueueNums: 1, writeQueueNums: 1 });
-    await b.groups.upsert('HG', {});
-    const store = storeOf(b);
-    for (let i = 0; i < 10; i++) {
+  const parked: Parked[] = [];
+  const park = (n: number, batchSize?: number) => {
+    const more = Array.from({ length: n }, (_, i) => {
       const a = new AbortController();
       const p = b.consume.receive({
-        group: 'HG',
-        topic: 'Herd',
+        group,
+        topic,
         filter: ALL,
         invisibleMs: 30_000,
         autoRenew: false,
-        clientId: `herd-${i}`,
+        clientId: `${topic}-${parked.length + i}`,
         pollMs: 60_000,
         signal: a.signal,
+        ...(batchSize !== undefined ? { batchSize } : {}),
       });
-      parked.push({ p, a });
-    }
-    await until(() => b.consume.parking.parked === 10);
-    let reads = 0;
-    const read = store.read.bind(store);
-    store.read = (topic, ...rest) => {
-      if (topic === 'Herd') reads++;
-      return read(topic, ...rest);
-    };
-    await store.append([{ topic: 'Herd', queueId: 0, messageId: 'H1', body: Buffer.from('x') }]);
-    const first = (await Promise.race(parked.map((r) => r.p))) as unknown[];
-    assert.equal(first.length, 1);
-    await until(() => b.consume.parking.parked === 9);
-    await new Promise((r) => setTimeout(r, 50));
-    // The receive that took the message read everything there was: it woke no other to look again.
-    assert.equal(reads, 1, `${reads} reads of the topic for one message`);
-    store.read = read;
-  } finally {
-    for (const r of parked) r.a.abort();
-    await Promise.all(parked.map((r) => r.p));
-    await b.close();
-    d.cleanup();
-  }
-});
-
-/** Parks `n` receives of one group on `topic` (each from its own client). */
-function parkMany(b: Broker, topic: string, group: string, n: number, batchSize?: number) {
-  return Array.from({ length: n }, (_, i) => {
-    const a = new AbortController();
-    const p = b.consume.receive({
-      group,
-      topic,
-      filter: ALL,
-      invisibleMs: 30_000,
-      autoRenew: false,
-      clientId: `${topic}-${i}`,
-      pollMs: 60_000,
-      signal: a.signal,
-      ...(batchSize !== undefined ? { batchSize } : {}),
+      return { p, a };
     });
-    return { p, a };
-  });
-}
-
-test('one write to every queue of a topic wakes one parked receive, which takes it all', async () => {
-  const d = tempDir('vela-herd-queues-');
-  const b = await Broker.open({ dataDir: d.path, consume: { minInvisibleMs: 0 } });
-  let parked: { p: Promise<unknown>; a: AbortController }[] = [];
+    parked.push(...more);
+    return more;
+  };
   try {
-    await b.topics.upsert('Spread', { readQueueNums: 8, writeQueueNums: 8 });
-    await b.groups.upsert('SG', {});
-    const store = storeOf(b);
-    parked = parkMany(b, 'Spread', 'SG', 6);
-    await until(() => b.consume.parking.parked === 6);
-    let reads = 0;
-    const read = store.read.bind(store);
-    store.read = (topic, ...rest) => {
-      if (topic === 'Spread') reads++;
-      return read(topic, ...rest);
-    };
-    await store.append(
-      Array.from({ length: 8 }, (_, q) => ({
-        topic: 'Spread',
-        queueId: q,
-        messageId: `S${q}`,
-        body: Buffer.from('x'),
-      })),
-    );
-    const first = (await Promise.race(parked.map((r) => r.p))) as unknown[];
-    assert.equal(first.length, 8, "the woken receive takes every queue's message");
-    await new Promise((r) => setTimeout(r, 50));
-    assert.equal(b.consume.parking.parked, 5, 'the others stay parked');
-    // One look at each queue that got a message. A wake per queue woke a receive per queue, and each
-    // of them read every queue to find the messages gone.
-    assert.equal(reads, 8, `${reads} reads of the topic for one write`);
-    store.read = read;
-  } finally {
-    for (const r of parked) r.a.abort();
-    await Promise.all(parked.map((r) => r.p));
-    await b.close();
-    d.cleanup();
-  }
-});
-
-test('a receive that leaves messages behind wakes the next parked receive of its group', async () => {
-  const d = tempDir('vela-herd-more-');
-  const b = await Broker.open({ dataDir: d.path, consume: { minInvisibleMs: 0 } });
-  let parked: { p: Promise<unknown>; a: AbortController }[] = [];
-  try {
-    await b.topics.upsert('More', { readQueueNums: 2, writeQueueNums: 2 });
-    await b.groups.upsert('MG', {});
-    parked = parkMany(b, 'More', 'MG', 3, 2);
-    await until(() => b.consume.parking.parked === 3);
-    await storeOf(b).append(
-      Array.from({ length: 5 }, (_, i) => ({
-        topic: 'More',
-        queueId: i % 2,
-        messageId: `M${i}`,
-        body: Buffer.from('x'),
-      })),
-    );
-    // Batches of 2: three receives share the five messages, without any new arrival to wake them.
-    const got = (await Promise.all(parked.map((r) => r.p))) as unknown[][];
-    assert.deepEqual(got.map((g) => g.length).sort(), [1, 2, 2]);
+    await b.topics.upsert(topic, { readQueueNums: queues, writeQueueNums: queues });
+    await b.groups.upsert(group, {});
+    await body(b, park);
   } finally {
     for (const r of parked) r.a.abort();
     await Promise.all(parked.map((r) => r.p.catch(() => {})));
     await b.close();
     d.cleanup();
   }
-});
+}
 
-test('a parked pull is woken by an arrival on its own queue, not by one on another queue', async () => {
-  const d = tempDir('vela-pull-queue-');
-  const b = await Broker.open({ dataDir: d.path, consume: { minInvisibleMs: 0 } });
-  const a = new AbortController();
-  let p: Promise<unknown> | undefined;
-  try {
-    await b.topics.upsert('PQ', { readQueueNums: 2, writeQueueNums: 2 });
-    await b.groups.upsert('PG', {});
-    const store = storeOf(b);
-    let reads = 0;
-    const read = store.read.bind(store);
-    store.read = (topic, ...rest) => {
-      if (topic === 'PQ') reads++;
-      return read(topic, ...rest);
-    };
+/** Counts the store reads of `topic` until `stop()`. */
+function countReads(b: Broker, topic: string): { readonly count: number; stop(): void } {
+  const store = storeOf(b);
+  const read = store.read.bind(store);
+  const counter = {
+    count: 0,
+    stop: () => {
+      store.read = read;
+    },
+  };
+  store.read = (t, ...rest) => {
+    if (t === topic) counter.count++;
+    return read(t, ...rest);
+  };
+  return counter;
+}
+
+const messagesOf = (topic: string, n: number, queues: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    topic,
+    queueId: i % queues,
+    messageId: `${topic}-${i}`,
+    body: Buffer.from('x'),
+  }));
+
+test('one arrival wakes one parked receive of a group, not all of them', () =>
+  withOwnBroker('Herd', 'HG', 1, async (b, park) => {
+    const parked = park(10);
+    await until(() => b.consume.parking.parked === 10);
+    const reads = countReads(b, 'Herd');
+    await storeOf(b).append(messagesOf('Herd', 1, 1));
+    const first = (await Promise.race(parked.map((r) => r.p))) as unknown[];
+    assert.equal(first.length, 1);
+    await until(() => b.consume.parking.parked === 9);
+    await new Promise((r) => setTimeout(r, 50));
+    // The receive that took the message read everything there was: it woke no other to look again.
+    assert.equal(reads.count, 1, `${reads.count} reads of the topic for one message`);
+    reads.stop();
+  }));
+
+test('one write to every queue of a topic wakes one parked receive, which takes it all', () =>
+  withOwnBroker('Spread', 'SG', 8, async (b, park) => {
+    const parked = park(6);
+    await until(() => b.consume.parking.parked === 6);
+    const reads = countReads(b, 'Spread');
+    await storeOf(b).append(messagesOf('Spread', 8, 8));
+    const first = (await Promise.race(parked.map((r) => r.p))) as unknown[];
+    assert.equal(first.length, 8, "the woken receive takes every queue's message");
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(b.consume.parking.parked, 5, 'the others stay parked');
+    // One look at each queue that got a message. A wake per queue woke a receive per queue, and each
+    // of them read every queue to find the messages gone.
+    assert.equal(reads.count, 8, `${reads.count} reads of the topic for one write`);
+    reads.stop();
+  }));
+
+test('a receive that leaves messages behind wakes the next parked receive of its group', () =>
+  withOwnBroker('More', 'MG', 2, async (b, park) => {
+    const parked = park(3, 2);
+    await until(() => b.consume.parking.parked === 3);
+    await storeOf(b).append(messagesOf('More', 5, 2));
+    // Batches of 2: three receives share the five messages, without any new arrival to wake them.
+    const got = (await Promise.all(parked.map((r) => r.p))) as unknown[][];
+    assert.deepEqual(got.map((g) => g.length).sort(), [1, 2, 2]);
+  }));
+
+test('a parked pull is woken by an arrival on its own queue, not by one on another queue', () =>
+  withOwnBroker('PQ', 'PG', 2, async (b) => {
+    const a = new AbortController();
+    const reads = countReads(b, 'PQ');
     const pulled = b.pull.pull({
       group: 'PG',
       topic: 'PQ',
@@ -277,24 +249,22 @@ test('a parked pull is woken by an arrival on its own queue, not by one on anoth
       clientId: 'pq-puller',
       signal: a.signal,
     });
-    p = pulled;
-    await until(() => b.consume.parking.parked === 1);
-    assert.equal(reads, 1);
-    await store.append([{ topic: 'PQ', queueId: 1, messageId: 'PQ1', body: Buffer.from('x') }]);
-    await new Promise((r) => setTimeout(r, 50));
-    assert.equal(reads, 1, 'an arrival on queue 1 made the pull of queue 0 look again');
-    assert.equal(b.consume.parking.parked, 1);
-    await store.append([{ topic: 'PQ', queueId: 0, messageId: 'PQ0', body: Buffer.from('y') }]);
-    const r = await pulled;
-    assert.deepEqual(
-      r.messages.map((m) => m.messageId),
-      ['PQ0'],
-    );
-    store.read = read;
-  } finally {
-    a.abort();
-    await p?.catch(() => {});
-    await b.close();
-    d.cleanup();
-  }
-});
+    try {
+      await until(() => b.consume.parking.parked === 1);
+      assert.equal(reads.count, 1);
+      await storeOf(b).append([{ topic: 'PQ', queueId: 1, messageId: 'PQ1', body: Buffer.from('x') }]);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(reads.count, 1, 'an arrival on queue 1 made the pull of queue 0 look again');
+      assert.equal(b.consume.parking.parked, 1);
+      await storeOf(b).append([{ topic: 'PQ', queueId: 0, messageId: 'PQ0', body: Buffer.from('y') }]);
+      const r = await pulled;
+      assert.deepEqual(
+        r.messages.map((m) => m.messageId),
+        ['PQ0'],
+      );
+    } finally {
+      reads.stop();
+      a.abort();
+      await pulled.catch(() => {});
+    }
+  }));

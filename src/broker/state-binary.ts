@@ -154,18 +154,20 @@ class Reader {
     this.at += 4;
     return v;
   }
-  /** A stored integer (offsets, deadlines): anything else is damage. */
-  int(): number {
+  private f64(): number {
     this.need(8);
     const v = this.buf.readDoubleLE(this.at);
     this.at += 8;
+    return v;
+  }
+  /** A stored integer (offsets, deadlines): anything else is damage. */
+  int(): number {
+    const v = this.f64();
     if (!Number.isSafeInteger(v)) throw corrupt(this.what, `${v} is not an integer`);
     return v;
   }
   num(): number {
-    this.need(8);
-    const v = this.buf.readDoubleLE(this.at);
-    this.at += 8;
+    const v = this.f64();
     if (!Number.isFinite(v)) throw corrupt(this.what, `${v} is not a number`);
     return v;
   }

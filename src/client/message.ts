@@ -129,19 +129,47 @@ export function prepareMessage(
     topic: { resource_namespace: namespace, name: m.topic },
     user_properties: properties,
     system_properties: {
-      ...(m.tag !== undefined ? { tag: m.tag } : {}),
+      tag: m.tag,
       keys,
       message_id: messageId,
       body_encoding: WireEncoding.IDENTITY,
       message_type: type,
       born_timestamp: fromMillis(Date.now()),
       born_host: BORN_HOST,
-      ...(fifo ? { message_group: m.messageGroup } : {}),
-      ...(delivery !== undefined ? { delivery_timestamp: fromMillis(delivery) } : {}),
+      message_group: fifo ? m.messageGroup : undefined,
+      delivery_timestamp: delivery !== undefined ? fromMillis(delivery) : undefined,
+      queue_id: undefined,
     },
     body,
   };
   return { topic: m.topic, messageId, fifo, transactional, bytes, wire };
+}
+
+/**
+ * `wire` addressed to one queue (a copy: retries may pick another). Written out field by field, not
+ * as `{ ...wire, system_properties: { ...sp, queue_id } }`: where a spread always sees one shape, V8's
+ * fast clone gives each copy a map of its own, and the encoder's reads of them then miss their
+ * inline caches (~23 misses per message, measured in `bench:compare` W1a; docs/benchmarks.md).
+ */
+export function wireOnQueue(wire: WireMessage, queueId: number): WireMessage {
+  const sp = wire.system_properties!;
+  return {
+    topic: wire.topic,
+    user_properties: wire.user_properties,
+    system_properties: {
+      tag: sp.tag,
+      keys: sp.keys,
+      message_id: sp.message_id,
+      body_encoding: sp.body_encoding,
+      message_type: sp.message_type,
+      born_timestamp: sp.born_timestamp,
+      born_host: sp.born_host,
+      message_group: sp.message_group,
+      delivery_timestamp: sp.delivery_timestamp,
+      queue_id: queueId,
+    },
+    body: wire.body,
+  };
 }
 
 /** Where received messages came from: what settling them needs (shared by the messages of one answer). */

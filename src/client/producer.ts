@@ -29,7 +29,7 @@ import { ClientBase } from './client-base.js';
 import { endpointsKey } from './endpoints.js';
 import { VelaClientError, abortReason, clientError, closedError, fromStatus, isOk } from './errors.js';
 import { newMessageId } from './message-id.js';
-import { MessageView, prepareMessage, type Message, type SendReceipt } from './message.js';
+import { MessageView, prepareMessage, wireOnQueue, type Message, type SendReceipt } from './message.js';
 import { Transaction, type TransactionResolution } from './transaction.js';
 import type { Connection } from './connection.js';
 import { SendBatcher, type SendEntry } from './send-batcher.js';
@@ -319,10 +319,7 @@ export class Producer extends ClientBase {
         const res = await conn.unary<SendResponse>(
           'SendMessage',
           {
-            messages: entries.map((e) => ({
-              ...e.message.wire,
-              system_properties: { ...e.message.wire.system_properties, queue_id: queue.id },
-            })),
+            messages: entries.map((e) => wireOnQueue(e.message.wire, queue.id)),
           },
           { timeoutMs: this.clientConfig.requestTimeoutMs, ...(call ? { signal: call.signal } : {}) },
         );

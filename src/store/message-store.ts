@@ -63,6 +63,28 @@ import {
 const READ_COALESCE_GAP = 64 * 1024;
 const READ_MAX_SPAN = 4 * 1024 * 1024;
 
+/**
+ * A read's answer, always the same object shape (one literal, never `{ ...base, more }`: where the
+ * spread always sees one shape, V8's fast clone gives each copy a map of its own, and every reader's
+ * property loads then miss their inline caches).
+ */
+function readResult(
+  status: ReadResult['status'],
+  messages: StoredMessage[],
+  nextOffset: number,
+  bounds: { minOffset: number; committed: number },
+  corruptOffsets: number[],
+): ReadResult {
+  return {
+    status,
+    messages,
+    nextOffset,
+    minOffset: bounds.minOffset,
+    maxOffset: bounds.committed,
+    corruptOffsets,
+  };
+}
+
 export class MessageStore {
   private readonly queues = new Map<string, QueueIndex>();
   /** Queues holding entries not yet durable. */
@@ -201,15 +223,11 @@ export class MessageStore {
         corruptOffsets,
       };
     }
-    const base = {
-      messages: [] as StoredMessage[],
-      minOffset: q.minOffset,
-      maxOffset: q.committed,
-      corruptOffsets,
-    };
-    if (offset < q.minOffset) return { ...base, status: 'OFFSET_TOO_SMALL', nextOffset: q.minOffset };
-    if (offset === q.committed) return { ...base, status: 'NO_NEW_MESSAGE', nextOffset: offset };
-    if (offset > q.committed) return { ...base, status: 'OFFSET_OVERFLOW', nextOffset: q.committed };
+    const minOffset = q.minOffset;
+    const maxOffset = q.committed;
+    if (offset < minOffset) return readResult('OFFSET_TOO_SMALL', [], minOffset, q, corruptOffsets);
+    if (offset === maxOffset) return readResult('NO_NEW_MESSAGE', [], offset, q, corruptOffsets);
+    if (offset > maxOffset) return readResult('OFFSET_OVERFLOW', [], maxOffset, q, corruptOffsets);
 
     const maxCount = Math.max(1, opts.maxCount ?? 32);
     const maxBytes = opts.maxBytes ?? 1024 * 1024;
@@ -220,7 +238,15 @@ export class MessageStore {
       entries = await q.read(offset, scan);
     } catch (err) {
       // Retention may have removed the file under us.
-      if (offset < q.minOffset) return { ...base, status: 'OFFSET_TOO_SMALL', nextOffset: q.minOffset };
+      if (offset < q.minOffset) {
+        return readResult(
+          'OFFSET_TOO_SMALL',
+          [],
+          q.minOffset,
+          { minOffset, committed: maxOffset },
+          corruptOffsets,
+        );
+      }
       throw err;
     }
     let nextOffset = offset;
@@ -233,7 +259,7 @@ export class MessageStore {
       wanted.push(e);
       bytes += e.size;
     }
-    const messages = base.messages;
+    const messages: StoredMessage[] = [];
     let i = 0;
     while (i < wanted.length) {
       // Coalesce neighbouring records into one read.
@@ -301,7 +327,7 @@ export class MessageStore {
       }
       i = j;
     }
-    return { ...base, status: 'FOUND', messages, nextOffset };
+    return readResult('FOUND', messages, nextOffset, { minOffset, committed: maxOffset }, corruptOffsets);
   }
 
   /** Decode the record of index entry `e` at `buf[off]` into `messages`, or note it as corrupt. */

@@ -30,7 +30,7 @@ export async function sendMessage(
   const slots: number[] = [];
   wire.forEach((m, i) => {
     try {
-      converted.push({ ...fromWireMessage(m, ctx.namespace), producerClientId: ctx.clientId });
+      converted.push(fromWireMessage(m, ctx.namespace, ctx.clientId));
       slots.push(i);
     } catch (err) {
       if (!isVelaError(err)) throw err;

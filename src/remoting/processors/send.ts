@@ -60,6 +60,11 @@ function newUniqKey(): string {
   return randomBytes(16).toString('hex').toUpperCase();
 }
 
+/**
+ * What a send's header adds to each message. Callers pass every field (absent ones `undefined`) in
+ * one literal: a literal that starts with a conditional spread gives each object a V8 map of its own,
+ * and every read of it then misses its inline cache (4 misses per message, found with `--log-ic`).
+ */
 interface SendExtra {
   queueId?: number;
   bornTimestamp?: number;
@@ -172,11 +177,11 @@ export function sendMessage(v2: boolean) {
     const flag = h.optInt('flag');
     return produce(ctx, [
       toProduceMessage(ctx, topic, body, properties, {
-        ...(queueId !== undefined ? { queueId } : {}),
-        ...(bornTimestamp !== undefined ? { bornTimestamp } : {}),
+        queueId,
+        bornTimestamp,
         sysFlag: h.optInt('sysFlag') ?? 0,
-        ...(producerGroup ? { producerGroup } : {}),
-        ...(flag ? { flag } : {}),
+        producerGroup: producerGroup || undefined,
+        flag: flag || undefined,
       }),
     ]);
   };
@@ -199,9 +204,11 @@ async function sendBatch(ctx: RequestContext, h: Header): Promise<Reply> {
     ctx,
     entries.map((e) =>
       toProduceMessage(ctx, topic, e.body, e.properties, {
-        ...(queueId !== undefined ? { queueId } : {}),
-        ...(bornTimestamp !== undefined ? { bornTimestamp } : {}),
-        ...(e.flag ? { flag: e.flag } : {}),
+        queueId,
+        bornTimestamp,
+        sysFlag: undefined,
+        producerGroup: undefined,
+        flag: e.flag || undefined,
       }),
     ),
   );

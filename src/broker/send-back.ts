@@ -20,7 +20,7 @@ import type { Logger } from '../common/logger.js';
 import type { MessageInput, MessageStore, StoredMessage } from '../store/index.js';
 import type { GroupConfig, TopicConfig } from './metadata.js';
 import { DLQ_PREFIX, RETRY_PREFIX, dlqTopicOf } from './names.js';
-import { FAILED_DELIVERY } from './consume/retry-records.js';
+import { FAILED_DELIVERY, recordOf } from './consume/retry-records.js';
 import { DELAY_LEVELS_MS, MAX_DELAY_LEVEL, retryDelayMs } from './retry-policy.js';
 import type { TopicRegistry } from './topic-registry.js';
 import type { TimerService } from './timer/timer-service.js';
@@ -148,32 +148,17 @@ export class SendBackService {
     const firstTopic = m.properties[RETRY_TOPIC] ?? m.topic;
     const originId = m.properties[ORIGIN_MESSAGE_ID] ?? (req.originMessageId || m.messageId);
     const reconsumeTimes = m.reconsumeTimes + 1;
-    const base = {
-      messageId: m.messageId,
-      body: m.body,
-      ...(m.tag ? { tag: m.tag } : {}),
-      ...(m.keys.length ? { keys: m.keys } : {}),
-      ...(m.messageGroup ? { messageGroup: m.messageGroup } : {}),
-      bornTimestamp: m.bornTimestamp,
-      ...(m.bornHost ? { bornHost: m.bornHost } : {}),
-      sysFlag: m.sysFlag,
-      reconsumeTimes,
-    };
     if (m.reconsumeTimes >= max || req.delayLevel < 0) {
       const topic = await this.ensureDlq(group.name);
-      const record: MessageInput = {
-        ...base,
-        topic,
-        queueId: 0,
-        properties: {
-          ...m.properties,
-          [RETRY_TOPIC]: firstTopic,
-          [ORIGIN_MESSAGE_ID]: originId,
-          [DLQ_ORIGIN_TOPIC]: firstTopic,
-          [DLQ_ORIGIN_MESSAGE_ID]: originId,
-          [SENT_BACK_DEAD_LETTER]: '1',
-        },
+      const properties = {
+        ...m.properties,
+        [RETRY_TOPIC]: firstTopic,
+        [ORIGIN_MESSAGE_ID]: originId,
+        [DLQ_ORIGIN_TOPIC]: firstTopic,
+        [DLQ_ORIGIN_MESSAGE_ID]: originId,
+        [SENT_BACK_DEAD_LETTER]: '1',
       };
+      const record = recordOf(m, topic, 0, m.messageId, properties, undefined, reconsumeTimes);
       const [r] = await this.store.append([record]);
       this.deadLettered.set(group.name, (this.deadLettered.get(group.name) ?? 0) + 1);
       this.logger.warn(
@@ -194,13 +179,8 @@ export class SendBackService {
         : levelForDelay(retryDelayMs(group.retryPolicy, reconsumeTimes));
     const topic = (await this.ensureRetryTopic(group.name)).name;
     const dueAt = this.now() + DELAY_LEVELS_MS[level - 1]!;
-    const record: MessageInput = {
-      ...base,
-      topic,
-      queueId: level - 1,
-      properties: { ...m.properties, [RETRY_TOPIC]: firstTopic, [ORIGIN_MESSAGE_ID]: originId },
-      deliveryTimestamp: dueAt,
-    };
+    const properties = { ...m.properties, [RETRY_TOPIC]: firstTopic, [ORIGIN_MESSAGE_ID]: originId };
+    const record = recordOf(m, topic, level - 1, m.messageId, properties, dueAt, reconsumeTimes);
     if (!this.timer) {
       const [r] = await this.store.append([record]);
       return { topic, queueId: level - 1, queueOffset: r!.queueOffset, deadLettered: false, dueAt };

@@ -8,6 +8,7 @@ import { MessageStore } from '../../src/store/index.js';
 import { sendMessage } from '../../src/protocol/handlers/send.js';
 import { decodeRequest, encode, type } from '../../src/protocol/codec.js';
 import { prepareMessage, wireOnQueue } from '../../src/client/message.js';
+import { retryRecord } from '../../src/broker/consume/retry-records.js';
 import type { ProduceMessage } from '../../src/broker/produce.js';
 import type { Broker } from '../../src/broker/broker.js';
 import type { Logger } from '../../src/common/logger.js';
@@ -82,25 +83,30 @@ function sdkPath(): boolean {
   return shareMap(requests, 100) && shareMap(props, 100);
 }
 
-async function storePath(): Promise<boolean> {
+/** Store reads, whatever their status; and the retry records made from the messages read. */
+async function storePaths(): Promise<{ storePath: boolean; retryPath: boolean }> {
   const dir = tempDir();
   const store = await MessageStore.open({ dataDir: dir.path });
   try {
     const results: object[] = [];
+    const retries: object[] = [];
     for (let i = 0; i < 50; i++) {
       await store.append([
         { topic: 'hidden-classes', queueId: 0, messageId: `M${i}`, body: Buffer.from('x') },
       ]);
-      results.push(await store.read('hidden-classes', 0, i)); // FOUND
+      const found = await store.read('hidden-classes', 0, i);
+      results.push(found);
       results.push(await store.read('hidden-classes', 0, i + 1)); // NO_NEW_MESSAGE
       results.push(await store.read('hidden-classes', 0, i + 5)); // OFFSET_OVERFLOW
+      for (const m of found.messages)
+        retries.push(retryRecord(m, 'g', 'hidden-classes', 1, 10_000, 10_000, 'x'));
     }
-    return shareMap(results, 90);
+    return { storePath: shareMap(results, 90), retryPath: retries.length === 50 && shareMap(retries, 30) };
   } finally {
     await store.close();
     dir.cleanup();
   }
 }
 
-const result = { sendPath: await sendPath(), sdkPath: sdkPath(), storePath: await storePath() };
+const result = { sendPath: await sendPath(), sdkPath: sdkPath(), ...(await storePaths()) };
 process.stdout.write(JSON.stringify(result));

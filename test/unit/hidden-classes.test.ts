@@ -26,5 +26,7 @@ test('per-message and per-read objects of the hot paths share one hidden class',
     sdkPath: true,
     // MessageStore.read answers, whatever their status
     storePath: true,
+    // retry records made from stored messages (consume/retry-records.ts)
+    retryPath: true,
   });
 });

@@ -402,7 +402,15 @@ export class TimerService {
       for (const e of batch) this.giveBack(e);
       throw err;
     }
-    const prepared: Ready[] = batch.map((e, i) => ({ ...e, input: this.copyOf(e, records[i] ?? null) }));
+    // Literals, not `{ ...e, more }`: spread copies get a V8 map each, and the schedule index's
+    // reads of due, label and position then miss their inline caches (found with `--log-ic`).
+    const prepared: Ready[] = batch.map((e, i) => ({
+      due: e.due,
+      position: e.position,
+      label: e.label,
+      slab: e.slab,
+      input: this.copyOf(e, records[i] ?? null),
+    }));
     for (const r of prepared) this.readyBytes += r.input?.body.length ?? 0;
     this.ready = this.ready.length === 0 ? prepared : mergeByDue(this.ready, prepared);
     this.deliverer.wakeBy(this.ready[0]!.due);
@@ -591,7 +599,7 @@ export class TimerService {
         const e = s.heap.pop()!;
         if (s.cancelled.has(e.position)) continue;
         s.inflight++;
-        batch.push({ ...e, slab });
+        batch.push({ due: e.due, position: e.position, label: e.label, slab });
       }
     }
     return batch;

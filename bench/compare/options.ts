@@ -24,6 +24,8 @@ export interface CompareOptions {
   waitIdleSeconds: number;
   /** Write V8 CPU profiles of Vela's broker and of every client child here. */
   cpuProfDir?: string;
+  /** Write V8 inline-cache logs (`--log-ic`) of Vela's broker and of every Node client child here. */
+  icLogDir?: string;
   /** Sample the server's RSS this often (seconds) during each measured part; summed up as a trend. */
   rssEverySeconds: number;
   help: boolean;
@@ -69,6 +71,8 @@ Options:
   --wait-idle N         before each workload wait up to N s for other processes on the machine
                         to quiet down (for shared machines; default 0)
   --cpu-prof DIR        write V8 CPU profiles of Vela's broker and of each client to DIR
+  --ic-log DIR          write V8 inline-cache logs (--log-ic) of Vela's broker and of each Node
+                        client to DIR; bench/compare/ic-summary.ts lists the sites that missed most
   --no-install          never run apt-get; fail if a server is missing
   --help                this text`;
 
@@ -157,6 +161,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let w3Rate: number | undefined;
   let rssEverySeconds = 5;
   let cpuProfDir: string | undefined;
+  let icLogDir: string | undefined;
   let waitIdleSeconds = 0;
   let jsonFile: string | undefined;
   let render: string | undefined;
@@ -231,6 +236,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--cpu-prof':
         cpuProfDir = take();
         break;
+      case '--ic-log':
+        icLogDir = take();
+        break;
       default:
         throw new Error(`unknown option "${arg}"\n\n${USAGE}`);
     }
@@ -248,6 +256,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     waitIdleSeconds,
     rssEverySeconds,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
+    ...(icLogDir !== undefined ? { icLogDir } : {}),
     ...(jsonFile !== undefined ? { jsonFile } : {}),
     ...(render !== undefined ? { render } : {}),
   };

@@ -24,7 +24,7 @@ import { startNats } from './servers/nats.js';
 import { startRabbitMq } from './servers/rabbitmq.js';
 import { startRedis } from './servers/redis.js';
 import { removeAllDirs, type RunningServer } from './servers/server.js';
-import { startVela } from './servers/vela.js';
+import { icLogFlags, startVela } from './servers/vela.js';
 import { remotingClientCommand, startVelaRemoting } from './remoting-rows.js';
 import {
   TARGET_TITLES,
@@ -48,13 +48,21 @@ let currentClient: ChildProcess | undefined;
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 let interrupted = false;
 
+/** Where Vela's broker writes its CPU profiles and inline-cache log, if asked to. */
+function brokerDebug(opts: CompareOptions): { cpuProfDir?: string; icLogDir?: string } {
+  return {
+    ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}),
+    ...(opts.icLogDir ? { icLogDir: opts.icLogDir } : {}),
+  };
+}
+
 function startServer(target: Target, opts: CompareOptions): Promise<RunningServer> {
   switch (target) {
     case 'vela-sdk':
     case 'vela-official':
-      return startVela({ label: target, ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}) });
+      return startVela({ label: target, ...brokerDebug(opts) });
     case 'vela-remoting':
-      return startVelaRemoting();
+      return startVelaRemoting(brokerDebug(opts));
     case 'rabbitmq':
       return startRabbitMq();
     case 'nats':
@@ -75,10 +83,13 @@ function runClient(
     const prof = opts.cpuProfDir
       ? ['--cpu-prof', '--cpu-prof-dir', join(opts.cpuProfDir, `client-${spec.target}-${spec.workload}`)]
       : [];
+    const icLog = opts.icLogDir
+      ? icLogFlags(join(opts.icLogDir, `client-${spec.target}-${spec.workload}.log`))
+      : [];
     const [cmd, args] =
       spec.target === 'vela-remoting'
         ? remotingClientCommand(spec)
-        : [process.execPath, [...prof, '--import', 'tsx', CLIENT, JSON.stringify(spec)]];
+        : [process.execPath, [...prof, ...icLog, '--import', 'tsx', CLIENT, JSON.stringify(spec)]];
     const child = spawn(cmd, args, {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -231,6 +242,10 @@ async function main(): Promise<void> {
     const saved = JSON.parse(readFileSync(opts.render, 'utf8')) as CompareReport;
     process.stdout.write(`${renderTable(saved)}\n`);
     return;
+  }
+  if (opts.icLogDir) {
+    opts.icLogDir = resolve(opts.icLogDir);
+    mkdirSync(opts.icLogDir, { recursive: true });
   }
   if (opts.cpuProfDir) {
     opts.cpuProfDir = resolve(opts.cpuProfDir);

@@ -10,6 +10,7 @@ import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
 import { keptUp, renderTable } from '../../bench/compare/table.js';
 import { areaOf, summarizeProfile, type CpuProfile } from '../../bench/compare/profile-summary.js';
+import { summarizeIcLog } from '../../bench/compare/ic-summary.js';
 import type { CompareReport, WorkloadResult } from '../../bench/compare/types.js';
 
 describe('bench:compare statistics', () => {
@@ -98,12 +99,15 @@ describe('bench:compare command line', () => {
       '--render=old.json',
       '--cpu-prof',
       'prof',
+      '--ic-log',
+      'ic',
       '--wait-idle',
       '30',
     ]);
     assert.equal(files.jsonFile, 'r.json');
     assert.equal(files.render, 'old.json');
     assert.equal(files.cpuProfDir, 'prof');
+    assert.equal(files.icLogDir, 'ic');
     assert.equal(files.waitIdleSeconds, 30);
   });
 
@@ -370,5 +374,36 @@ describe('bench:compare RSS trend', () => {
     assert.match(formatRssTrend(settling, 'server heap used'), /^server heap used over 7 samples: /);
     assert.equal(rssTrend([]), null);
     assert.equal(rssTrend([{ atMs: 0, bytes: MIB }])!.slopeMiBPerMin, null);
+  });
+});
+
+describe('bench:compare inline-cache log summary', () => {
+  test('counts misses per site, names the function by address, and skips the early part', async () => {
+    const log = [
+      'v8-version,11,3,244,8,-node.38,0',
+      'code-creation,JS,10,100,0x1000,0x200,prepare file:///work/vela/src/broker/produce.ts:1:4000,0xabc,~',
+      'code-creation,JS,10,110,0x2000,0x100,encode file:///work/vela/src/store/record-codec.ts:1:900,0xdef,*',
+      // warm-up: one miss of `body` early in the log
+      'LoadIC,0x1010,150,1,4917,0,1,0x11,body,,',
+      'LoadIC,0x1010,900,1,4917,N,N,0x12,messageId,,',
+      'LoadIC,0x1010,950,1,4917,N,N,0x13,messageId,,',
+      'LoadIC,0x1010,990,1,4917,N,N,0x14,messageId,,',
+      "StoreIC,0x2050,960,1,1000,N,N,0x15,queueId,,LookupForWrite said 'false'",
+      'LoadIC,0x9999,970,3,3,1,P,0x16,unknown,,',
+      'tick,0x1010,1000,0,0,0',
+    ];
+    const all = await summarizeIcLog(log);
+    assert.deepEqual(all[0], {
+      misses: 3,
+      site: 'LoadIC messageId prepare src/broker/produce.ts:1:4000 @1:4917 N->N',
+    });
+    assert.ok(
+      all.some((s) => s.site === 'StoreIC queueId encode src/store/record-codec.ts:1:900 @1:1000 N->N'),
+    );
+    assert.ok(all.some((s) => s.site.startsWith('LoadIC unknown ? ')));
+    assert.ok(all.some((s) => s.site.startsWith('LoadIC body prepare')));
+    const late = await summarizeIcLog(log, 0.5);
+    assert.ok(!late.some((s) => s.site.startsWith('LoadIC body')), 'the first half is skipped');
+    assert.equal(late[0]!.misses, 3);
   });
 });

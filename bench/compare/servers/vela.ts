@@ -12,8 +12,15 @@ import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './serve
 const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
 
 /** With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. */
+/** Node flags that make V8 log every inline-cache state change of the process to `file`. */
+export function icLogFlags(file: string): string[] {
+  return ['--log-ic', `--logfile=${file}`, '--no-logfile-per-isolate'];
+}
+
 export async function startVela(options: {
   cpuProfDir?: string;
+  /** Write V8's inline-cache log to `icLogDir/broker-<label>.log`. */
+  icLogDir?: string;
   label: string;
   remoting?: boolean;
 }): Promise<RunningServer> {
@@ -23,10 +30,11 @@ export async function startVela(options: {
   const prof = options.cpuProfDir
     ? ['--cpu-prof', '--cpu-prof-dir', join(options.cpuProfDir, `broker-${options.label}`)]
     : [];
+  const icLog = options.icLogDir ? icLogFlags(join(options.icLogDir, `broker-${options.label}.log`)) : [];
   const proc = new ManagedProcess(
     'vela-broker',
     process.execPath,
-    [...prof, '--import', 'tsx', CHILD, join(dir, 'data')],
+    [...prof, ...icLog, '--import', 'tsx', CHILD, join(dir, 'data')],
     { cwd: fileURLToPath(new URL('../../..', import.meta.url)), logFile: log, stdoutPipe: true },
   );
   let ports: [number, number] | undefined;

@@ -31,8 +31,8 @@ const TYPE_TO_WIRE: Record<SendableType, number> = { NORMAL: 1, FIFO: 2, DELAY: 
  * Built as one object literal with every field present (absent ones `undefined`), never by
  * spreading: where `{ ...x, more }` always sees one shape of `x`, V8's fast clone gives each copy a
  * map of its own (adding `more` to it makes a new map every time), and every property read of the
- * copies then misses its inline cache — measured at ~16
- * misses and ~2.5 µs per produced message in `ProduceService.prepare` (docs/benchmarks.md).
+ * copies then misses its inline cache — 16 misses and ~2.5 µs per produced message in
+ * `ProduceService.prepare` (docs/benchmarks.md). `producerClientId`: the sending client's id.
  */
 export function fromWireMessage(
   m: WireMessage,

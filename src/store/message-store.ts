@@ -72,17 +72,11 @@ function readResult(
   status: ReadResult['status'],
   messages: StoredMessage[],
   nextOffset: number,
-  bounds: { minOffset: number; committed: number },
+  minOffset: number,
+  maxOffset: number,
   corruptOffsets: number[],
 ): ReadResult {
-  return {
-    status,
-    messages,
-    nextOffset,
-    minOffset: bounds.minOffset,
-    maxOffset: bounds.committed,
-    corruptOffsets,
-  };
+  return { status, messages, nextOffset, minOffset, maxOffset, corruptOffsets };
 }
 
 export class MessageStore {
@@ -213,21 +207,14 @@ export class MessageStore {
     if (this.closed) throw new VelaError('STORE_CLOSED');
     const q = this.queues.get(queueKey(topic, queueId));
     const corruptOffsets: number[] = [];
-    if (!q) {
-      return {
-        status: 'NO_SUCH_QUEUE',
-        messages: [],
-        nextOffset: 0,
-        minOffset: 0,
-        maxOffset: 0,
-        corruptOffsets,
-      };
-    }
+    if (!q) return readResult('NO_SUCH_QUEUE', [], 0, 0, 0, corruptOffsets);
     const minOffset = q.minOffset;
     const maxOffset = q.committed;
-    if (offset < minOffset) return readResult('OFFSET_TOO_SMALL', [], minOffset, q, corruptOffsets);
-    if (offset === maxOffset) return readResult('NO_NEW_MESSAGE', [], offset, q, corruptOffsets);
-    if (offset > maxOffset) return readResult('OFFSET_OVERFLOW', [], maxOffset, q, corruptOffsets);
+    const at = (status: ReadResult['status'], next: number, messages: StoredMessage[] = []): ReadResult =>
+      readResult(status, messages, next, minOffset, maxOffset, corruptOffsets);
+    if (offset < minOffset) return at('OFFSET_TOO_SMALL', minOffset);
+    if (offset === maxOffset) return at('NO_NEW_MESSAGE', offset);
+    if (offset > maxOffset) return at('OFFSET_OVERFLOW', maxOffset);
 
     const maxCount = Math.max(1, opts.maxCount ?? 32);
     const maxBytes = opts.maxBytes ?? 1024 * 1024;
@@ -238,15 +225,7 @@ export class MessageStore {
       entries = await q.read(offset, scan);
     } catch (err) {
       // Retention may have removed the file under us.
-      if (offset < q.minOffset) {
-        return readResult(
-          'OFFSET_TOO_SMALL',
-          [],
-          q.minOffset,
-          { minOffset, committed: maxOffset },
-          corruptOffsets,
-        );
-      }
+      if (offset < q.minOffset) return at('OFFSET_TOO_SMALL', q.minOffset);
       throw err;
     }
     let nextOffset = offset;
@@ -327,7 +306,7 @@ export class MessageStore {
       }
       i = j;
     }
-    return readResult('FOUND', messages, nextOffset, { minOffset, committed: maxOffset }, corruptOffsets);
+    return at('FOUND', nextOffset, messages);
   }
 
   /** Decode the record of index entry `e` at `buf[off]` into `messages`, or note it as corrupt. */

@@ -11,12 +11,12 @@ import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './serve
 
 const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
 
-/** With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. */
 /** Node flags that make V8 log every inline-cache state change of the process to `file`. */
 export function icLogFlags(file: string): string[] {
   return ['--log-ic', `--logfile=${file}`, '--no-logfile-per-isolate'];
 }
 
+/** With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. */
 export async function startVela(options: {
   cpuProfDir?: string;
   /** Write V8's inline-cache log to `icLogDir/broker-<label>.log`. */

@@ -46,6 +46,8 @@ export interface QueueRef {
 interface Position {
   /** Next offset to read. */
   next: number;
+  /** Bumped by `seek`: a pull sent before it is answered for the old position, and dropped. */
+  epoch: number;
   /** Next offset to consume: advanced as messages are handed out. */
   consumed: number;
   committed: number | null;
@@ -54,6 +56,23 @@ interface Position {
 }
 
 const key = (topic: string, queueId: number) => `${topic}\u0000${queueId}`;
+
+/** What a PullMessage answered, not yet applied to its queue's position. */
+interface PullAnswer {
+  messages: MessageView[];
+  /** Where the queue's next read starts. */
+  next?: number;
+  /** The offset was out of range (retention, an admin reset): continue from here. */
+  reset?: number;
+}
+
+interface PendingPull {
+  k: string;
+  pos: Position;
+  /** `pos.epoch` when it was sent. */
+  epoch: number;
+  answer: Promise<PullAnswer>;
+}
 
 export class PullConsumer extends ConsumerBase {
   protected readonly clientType = WireClientType.PULL_CONSUMER;
@@ -118,6 +137,11 @@ export class PullConsumer extends ConsumerBase {
   /**
    * Messages as an async iterator, from every owned queue in turn. A message counts as consumed once
    * the loop asks for the next one; `commit()` (or auto-commit) makes that durable on the broker.
+   *
+   * With more than one queue owned, the next queue's pull is sent while the current one is answered
+   * and its messages handed out, so the broker reads while this process decodes and consumes. An
+   * answer moves its queue's read position only once the loop takes it: a loop left early leaves
+   * nothing skipped, and a pull answered after a `seek` or a rebalance of its queue is dropped.
    */
   async *messages(options: { signal?: AbortSignal } = {}): AsyncGenerator<MessageView, void, undefined> {
     await this.start();
@@ -125,33 +149,71 @@ export class PullConsumer extends ConsumerBase {
       ? AbortSignal.any([options.signal, this.closeSignal.signal])
       : this.closeSignal.signal;
     let idle = 0;
-    while (!signal.aborted && !this.isClosing) {
-      const owned = [...this.positions.entries()];
-      if (owned.length === 0) {
-        await this.timers.sleep(this.assignmentMs, signal).catch(() => undefined);
-        continue;
+    let ahead: PendingPull | undefined;
+    /** The pull whose messages are being handed out. */
+    let taking: PendingPull | undefined;
+    try {
+      while (!signal.aborted && !this.isClosing) {
+        let pull = ahead;
+        ahead = undefined;
+        if (!pull) {
+          const owned = this.positions.size;
+          if (owned === 0) {
+            await this.timers.sleep(this.assignmentMs, signal).catch(() => undefined);
+            continue;
+          }
+          // Wait at the end of a queue only when every queue came back empty in the last round.
+          pull = this.sendPull(idle >= owned ? Math.min(this.pollMs, 500) : 0, signal);
+        }
+        // While this pull is answered and its messages handed out, another queue's is on its way.
+        if (idle === 0 && this.positions.size > 1 && !signal.aborted) {
+          ahead = this.sendPull(0, signal);
+          ahead.answer.catch(() => {}); // awaited on the next turn, or dropped with the loop
+        }
+        let answer: PullAnswer;
+        try {
+          answer = await pull.answer;
+        } catch (err) {
+          if (signal.aborted || this.isClosing) return;
+          if (!isVelaClientError(err) || !err.retriable) throw err;
+          this.reportError(err);
+          await this.timers.sleep(500, signal).catch(() => undefined);
+          continue;
+        }
+        const { k, pos } = pull;
+        if (this.positions.get(k) !== pos || pos.epoch !== pull.epoch) continue; // rebalanced or sought meanwhile
+        if (answer.reset !== undefined) {
+          // Retention removed our offset, or an admin reset moved the group: continue where we are told.
+          pos.next = pos.consumed = answer.reset;
+          continue;
+        }
+        if (answer.next !== undefined) pos.next = answer.next;
+        const batch = answer.messages;
+        idle = batch.length === 0 ? idle + 1 : 0;
+        taking = pull;
+        for (const m of batch) {
+          if (signal.aborted) return;
+          if (this.positions.get(k) !== pos || pos.epoch !== pull.epoch) break; // the queue moved: drop the rest
+          yield m;
+          pos.consumed = m.queueOffset + 1;
+        }
+        taking = undefined;
       }
-      const [k, pos] = owned[this.rotation++ % owned.length]!;
-      // Wait at the end of a queue only when every queue came back empty in the last round.
-      const poll = idle >= owned.length ? Math.min(this.pollMs, 500) : 0;
-      let batch: MessageView[];
-      try {
-        batch = await this.pullOnce(pos, poll, signal);
-      } catch (err) {
-        if (signal.aborted || this.isClosing) return;
-        if (!isVelaClientError(err) || !err.retriable) throw err;
-        this.reportError(err);
-        await this.timers.sleep(500, signal).catch(() => undefined);
-        continue;
+    } finally {
+      // Left in the middle of a pull's messages: the next loop starts at the first one not consumed.
+      if (taking && this.positions.get(taking.k) === taking.pos && taking.pos.epoch === taking.epoch) {
+        taking.pos.next = taking.pos.consumed;
       }
-      idle = batch.length === 0 ? idle + 1 : 0;
-      for (const m of batch) {
-        if (signal.aborted) return;
-        if (this.positions.get(k) !== pos) break; // the queue went to another consumer: drop the rest
-        yield m;
-        pos.consumed = m.queueOffset + 1;
-      }
+      // The pull sent ahead is dropped: the next loop starts with its queue, as if it had not been sent.
+      if (ahead) this.rotation--;
     }
+  }
+
+  /** A pull of the next owned queue in turn, from its read position now. */
+  private sendPull(pollMs: number, signal: AbortSignal): PendingPull {
+    const owned = [...this.positions.entries()];
+    const [k, pos] = owned[this.rotation++ % owned.length]!;
+    return { k, pos, epoch: pos.epoch, answer: this.pullOnce(pos, pollMs, signal) };
   }
 
   /** Commit the consumed position of every owned queue (only those that moved). */
@@ -169,6 +231,7 @@ export class PullConsumer extends ConsumerBase {
       );
     const offset = typeof to === 'number' ? to : await this.queryOffset(pos, { timestamp: to.timestamp });
     pos.next = pos.consumed = offset;
+    pos.epoch++;
   }
 
   protected override async onClose(): Promise<void> {
@@ -185,7 +248,8 @@ export class PullConsumer extends ConsumerBase {
     else this.logger.warn({ err }, 'pull consumer background error');
   }
 
-  private async pullOnce(pos: Position, pollMs: number, signal: AbortSignal): Promise<MessageView[]> {
+  /** One PullMessage from `pos.next`; the caller moves the position when it takes the answer. */
+  private async pullOnce(pos: Position, pollMs: number, signal: AbortSignal): Promise<PullAnswer> {
     const topic = pos.queue.topic.name ?? '';
     const frames = await pos.conn.deliveries(
       'PullMessage',
@@ -207,15 +271,10 @@ export class PullConsumer extends ConsumerBase {
       owner: this,
     };
     const { messages, status, nextOffset: next } = decodeAnswer(frames, true, 'PullMessage', ref);
-    if (status?.code === Code.ILLEGAL_OFFSET && next !== undefined) {
-      // Retention removed our offset, or an admin reset moved the group: continue where we are told.
-      pos.next = pos.consumed = next;
-      return [];
-    }
+    if (status?.code === Code.ILLEGAL_OFFSET && next !== undefined) return { messages: [], reset: next };
     if (status && status.code !== Code.OK && status.code !== Code.MESSAGE_NOT_FOUND)
       throw fromStatus(status, 'PullMessage');
-    if (next !== undefined) pos.next = next;
-    return messages;
+    return { messages, ...(next !== undefined ? { next } : {}) };
   }
 
   private async commitQueue(p: Position): Promise<void> {
@@ -275,6 +334,7 @@ export class PullConsumer extends ConsumerBase {
       const start = await this.startingOffset(conn, queue);
       this.positions.set(k, {
         next: start.offset,
+        epoch: 0,
         consumed: start.offset,
         committed: start.committed ? start.offset : null,
         conn,
@@ -296,7 +356,7 @@ export class PullConsumer extends ConsumerBase {
     );
     if (res.status?.code === Code.OK) return { offset: res.offset ?? 0, committed: true };
     if (res.status && res.status.code !== Code.OFFSET_NOT_FOUND) throw fromStatus(res.status, 'GetOffset');
-    const p: Position = { next: 0, consumed: 0, committed: null, conn, queue };
+    const p: Position = { next: 0, epoch: 0, consumed: 0, committed: null, conn, queue };
     return { offset: await this.queryOffset(p, this.startPosition), committed: false };
   }
 }

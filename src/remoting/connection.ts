@@ -23,6 +23,8 @@ export class RemotingConnection {
   readonly transactionChecks = new Map<string, () => void>();
   private readonly aborts = new AbortController();
   private closed = false;
+  /** Writes are being gathered until the end of this turn (`write`). */
+  private corked = false;
   /** The broker's requests awaiting the client's answer, by opaque. */
   private readonly calls = new Map<
     number,
@@ -51,8 +53,21 @@ export class RemotingConnection {
     return this.closed;
   }
 
+  /**
+   * Send a frame. The frames of one turn of the event loop leave in one `writev`: a group commit
+   * answers hundreds of sends at once, and a write system call per answer cost the broker ~25 µs
+   * each, half its time under a Remoting producer's load (bench:compare W1a, docs/benchmarks.md).
+   */
   write(cmd: RemotingCommand): void {
     if (this.closed || this.socket.destroyed) return;
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.socket.uncork();
+      });
+    }
     this.socket.write(encodeFrame(cmd));
   }
 

@@ -180,8 +180,8 @@ export class PullConsumer extends ConsumerBase {
           await this.timers.sleep(500, signal).catch(() => undefined);
           continue;
         }
-        const { k, pos } = pull;
-        if (this.positions.get(k) !== pos || pos.epoch !== pull.epoch) continue; // rebalanced or sought meanwhile
+        const { pos } = pull;
+        if (!this.isCurrent(pull)) continue; // rebalanced or sought meanwhile
         if (answer.reset !== undefined) {
           // Retention removed our offset, or an admin reset moved the group: continue where we are told.
           pos.next = pos.consumed = answer.reset;
@@ -193,7 +193,7 @@ export class PullConsumer extends ConsumerBase {
         taking = pull;
         for (const m of batch) {
           if (signal.aborted) return;
-          if (this.positions.get(k) !== pos || pos.epoch !== pull.epoch) break; // the queue moved: drop the rest
+          if (!this.isCurrent(pull)) break; // the queue moved: drop the rest
           yield m;
           pos.consumed = m.queueOffset + 1;
         }
@@ -201,12 +201,17 @@ export class PullConsumer extends ConsumerBase {
       }
     } finally {
       // Left in the middle of a pull's messages: the next loop starts at the first one not consumed.
-      if (taking && this.positions.get(taking.k) === taking.pos && taking.pos.epoch === taking.epoch) {
+      if (taking && this.isCurrent(taking)) {
         taking.pos.next = taking.pos.consumed;
       }
       // The pull sent ahead is dropped: the next loop starts with its queue, as if it had not been sent.
       if (ahead) this.rotation--;
     }
+  }
+
+  /** The pull's queue is still ours and was not sought since it was sent. */
+  private isCurrent(p: PendingPull): boolean {
+    return this.positions.get(p.k) === p.pos && p.pos.epoch === p.epoch;
   }
 
   /** A pull of the next owned queue in turn, from its read position now. */

@@ -9,7 +9,15 @@ import { parseArgs, parseTargets, workloadSizes, workloadsFor } from '../../benc
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
 import { keptUp, renderTable } from '../../bench/compare/table.js';
-import { areaOf, summarizeProfile, type CpuProfile } from '../../bench/compare/profile-summary.js';
+import {
+  areaOf,
+  busyRuns,
+  compareSelfCosts,
+  formatBusyRuns,
+  formatSelfCosts,
+  summarizeProfile,
+  type CpuProfile,
+} from '../../bench/compare/profile-summary.js';
 import { summarizeIcLog } from '../../bench/compare/ic-summary.js';
 import type { CompareReport, WorkloadResult } from '../../bench/compare/types.js';
 
@@ -337,6 +345,57 @@ describe('bench:compare profile summary', () => {
     const s = summarizeProfile(profile, 10, { begin: 13_000, end: 15_000 });
     assert.equal(s.busyMs, 3);
     assert.equal(s.idleMs, 0);
+  });
+
+  test('busy runs: stretches between idle samples, by length, the longest with their stacks', () => {
+    // root → [idle, tick → (ack, read)]; samples every 1 ms: tick>ack ×3, idle, tick>read, idle, ack ×2.
+    const tree: CpuProfile = {
+      startTime: 0,
+      nodes: [
+        { ...frame(1, '(root)', ''), children: [2, 3] },
+        frame(2, '(idle)', ''),
+        { ...frame(3, 'processTicks', 'node:internal/process/task_queues'), children: [4, 5] },
+        frame(4, 'ack', 'file:///x/src/broker/consume/ack.ts'),
+        frame(5, 'read', 'file:///x/src/store/message-store.ts'),
+      ],
+      samples: [4, 4, 4, 2, 5, 2, 4, 4],
+      timeDeltas: [1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000],
+    };
+    const b = busyRuns(tree, undefined, 2);
+    assert.deepEqual(
+      b.buckets.filter((x) => x.runs > 0).map((x) => [x.underMs, x.runs, x.ms]),
+      [
+        [2, 1, 1], // the lone read
+        [5, 2, 5], // three acks, then two
+      ],
+    );
+    assert.equal(b.longest[0]!.ms, 3);
+    assert.equal(b.longest[0]!.atMs, 1, 'began with the first sample, 1 ms in');
+    assert.deepEqual(b.longest[0]!.stacks, [
+      { stack: 'processTicks node:internal/process/task_queues:10 > ack src/broker/consume/ack.ts:10', ms: 3 },
+    ]);
+    assert.equal(b.longest[1]!.ms, 2);
+    assert.match(formatBusyRuns(b), /2–5 ms +2 runs +5 ms/);
+  });
+
+  test('self costs per unit of work in two profiles, largest differences first', () => {
+    // The first: 4 busy ms over 2 units (GC 1, grpc-js 0.5, broker 0.5 µs… per unit in ms here).
+    const other: CpuProfile = {
+      startTime: 0,
+      nodes: [frame(2, '(garbage collector)', ''), frame(3, 'write', 'file:///x/node_modules/@grpc/grpc-js/build/src/server.js')],
+      samples: [2, 3, 3, 3],
+      timeDeltas: [1000, 1000, 1000, 1000],
+    };
+    const c = compareSelfCosts({ profile, units: 2 }, { profile: other, units: 4 });
+    assert.equal(c.totalA, 2000, '4,000 busy µs over 2 units');
+    assert.equal(c.totalB, 1000);
+    const rows = Object.fromEntries(c.rows.map((r) => [r.name, [r.a, r.b]]));
+    assert.deepEqual(rows['(garbage collector)'], [1000, 250]);
+    assert.deepEqual(rows['ack src/broker/consume/consume-service.ts:10'], [500, 0]);
+    assert.deepEqual(rows['write node_modules/@grpc/grpc-js/build/src/server.js:10'], [500, 750]);
+    assert.equal(c.rows[0]!.name, '(garbage collector)', 'the largest extra cost first');
+    assert.equal(c.rows.at(-1)!.name, 'write node_modules/@grpc/grpc-js/build/src/server.js:10');
+    assert.match(formatSelfCosts(c, 5), /first 2000\.00, other 1000\.00/);
   });
 
   test('areas', () => {

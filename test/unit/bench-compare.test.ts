@@ -372,7 +372,10 @@ describe('bench:compare profile summary', () => {
     assert.equal(b.longest[0]!.ms, 3);
     assert.equal(b.longest[0]!.atMs, 1, 'began with the first sample, 1 ms in');
     assert.deepEqual(b.longest[0]!.stacks, [
-      { stack: 'processTicks node:internal/process/task_queues:10 > ack src/broker/consume/ack.ts:10', ms: 3 },
+      {
+        stack: 'processTicks node:internal/process/task_queues:10 > ack src/broker/consume/ack.ts:10',
+        ms: 3,
+      },
     ]);
     assert.equal(b.longest[1]!.ms, 2);
     assert.match(formatBusyRuns(b), /2–5 ms +2 runs +5 ms/);
@@ -382,7 +385,10 @@ describe('bench:compare profile summary', () => {
     // The first: 4 busy ms over 2 units (GC 1, grpc-js 0.5, broker 0.5 µs… per unit in ms here).
     const other: CpuProfile = {
       startTime: 0,
-      nodes: [frame(2, '(garbage collector)', ''), frame(3, 'write', 'file:///x/node_modules/@grpc/grpc-js/build/src/server.js')],
+      nodes: [
+        frame(2, '(garbage collector)', ''),
+        frame(3, 'write', 'file:///x/node_modules/@grpc/grpc-js/build/src/server.js'),
+      ],
       samples: [2, 3, 3, 3],
       timeDeltas: [1000, 1000, 1000, 1000],
     };

@@ -28,6 +28,8 @@ export interface CompareOptions {
   icLogDir?: string;
   /** Sample the server's RSS this often (seconds) during each measured part; summed up as a trend. */
   rssEverySeconds: number;
+  /** Run each target's workloads this many rounds (one server start); the table shows the medians. */
+  repeat: number;
   help: boolean;
 }
 
@@ -65,6 +67,9 @@ Options:
                         machine sustains
   --rss-every N         sample the server's RSS every N s during each measured part and print
                         min / max / slope (MiB per minute); default 5
+  --repeat N            run each target's workloads N rounds (one server start per target) and
+                        show each figure's median round, with the spread under the table
+                        (single runs move ±25 % on a busy 2-core machine); default 1
   --json                print the full report as JSON instead of the table
   --json-file FILE      also write the full report as JSON to FILE
   --render FILE         run nothing; print the table of a report saved with --json-file
@@ -163,6 +168,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let cpuProfDir: string | undefined;
   let icLogDir: string | undefined;
   let waitIdleSeconds = 0;
+  let repeat = 1;
   let jsonFile: string | undefined;
   let render: string | undefined;
   const value = (i: number, flag: string): string => {
@@ -227,6 +233,12 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
         }
         break;
       }
+      case '--repeat': {
+        const raw = take();
+        repeat = Number(raw);
+        if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat: bad value "${raw}"`);
+        break;
+      }
       case '--render':
         render = take();
         break;
@@ -255,6 +267,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     sizes: workloadSizes(quick, w3Seconds, w3Rate),
     waitIdleSeconds,
     rssEverySeconds,
+    repeat,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(icLogDir !== undefined ? { icLogDir } : {}),
     ...(jsonFile !== undefined ? { jsonFile } : {}),

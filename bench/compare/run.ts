@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { ensurePackages, machineInfo, versions } from './environment.js';
 import { USAGE, parseArgs, workloadsFor, type CompareOptions } from './options.js';
 import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
-import { renderTable } from './table.js';
+import { medianRound, renderTable } from './table.js';
 import { formatRssTrend, rssTrend, type RssSample } from './rss-trend.js';
 import { machineBusyUs } from './proc-stat.js';
 import { delay, killAllNow, stopAll } from './servers/managed-process.js';
@@ -289,31 +289,41 @@ async function main(): Promise<void> {
       continue;
     }
     let peak = server.usage().rssBytes;
+    const rounds = new Map<Workload, (WorkloadResult & { round: number })[]>();
     try {
-      for (const workload of workloadsFor(target, opts.workloads)) {
-        if (interrupted) break;
-        const spec = specFor(target, workload, server, opts);
-        if (opts.waitIdleSeconds > 0) {
-          const others = await waitIdle(opts.waitIdleSeconds, server);
-          if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
-        }
-        try {
-          const r = await runClient(spec, server, opts, budgetFor(spec));
-          report.results.push(r);
-          peak = Math.max(peak, r.serverRssPeak);
-          log(summaryLine(r));
-          // Only worth a line when the part is long enough for a trend (a W3 soak).
-          if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
-            log(`         ${formatRssTrend(r.serverRss.trend)}`);
-          if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
-            log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
-        } catch (err) {
-          const e: WorkloadError = { target, workload, error: (err as Error).message };
-          report.errors.push(e);
-          log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
+      for (let round = 1; round <= opts.repeat && !interrupted; round++) {
+        if (opts.repeat > 1) log(`  round ${round} of ${opts.repeat}`);
+        for (const workload of workloadsFor(target, opts.workloads)) {
+          if (interrupted) break;
+          const spec = specFor(target, workload, server, opts);
+          if (opts.waitIdleSeconds > 0) {
+            const others = await waitIdle(opts.waitIdleSeconds, server);
+            if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
+          }
+          try {
+            const r = await runClient(spec, server, opts, budgetFor(spec));
+            rounds.set(workload, [...(rounds.get(workload) ?? []), { ...r, round }]);
+            peak = Math.max(peak, r.serverRssPeak);
+            log(summaryLine(r));
+            // Only worth a line when the part is long enough for a trend (a W3 soak).
+            if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
+              log(`         ${formatRssTrend(r.serverRss.trend)}`);
+            if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
+              log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
+          } catch (err) {
+            const e: WorkloadError = { target, workload, error: (err as Error).message };
+            report.errors.push(e);
+            log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
+          }
         }
       }
     } finally {
+      // One result per workload: its median round (a round that failed is in `errors`).
+      for (const list of rounds.values()) {
+        const { round: _, ...median } = medianRound(list);
+        report.results.push(median);
+        if (opts.repeat > 1) (report.rounds ??= []).push(...list);
+      }
       report.serverRssPeak[target] = peak;
       await server.stop();
       log(`  stopped (peak RSS ${fmtInt(peak / 1024 ** 2)} MiB)`);

@@ -147,7 +147,10 @@ export interface CompareReport {
   versions: Record<string, string>;
   targets: Target[];
   workloads: Workload[];
+  /** One result per target and workload: with `--repeat`, its median round (`medianRound`). */
   results: WorkloadResult[];
+  /** With `--repeat` N > 1: every round's result, in the order they ran. */
+  rounds?: (WorkloadResult & { round: number })[];
   errors: WorkloadError[];
   /** Peak RSS of each target's server over its whole run, bytes. */
   serverRssPeak: Partial<Record<Target, number>>;

@@ -8,7 +8,7 @@ import { fmtMs, fmtRatio, percentile, perMessage, ratio, summarize } from '../..
 import { parseArgs, parseTargets, workloadSizes, workloadsFor } from '../../bench/compare/options.js';
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
-import { keptUp, renderTable } from '../../bench/compare/table.js';
+import { keptUp, medianRound, renderSpread, renderTable } from '../../bench/compare/table.js';
 import {
   areaOf,
   busyRuns,
@@ -293,6 +293,38 @@ describe('bench:compare table', () => {
       /did not keep up with 5,000 msgs\/s: sent 5,000\/s, consumed 4,400\/s, 10 sent messages/,
     );
     assert.match(row('broker peak RSS'), /\| 200 \| – \| 100 \| 2\.0× \/ – \|$/);
+  });
+
+  test('--repeat: the median round by rate (by p99 for W3, the worse middle one), the spread under the table', () => {
+    const rounds = [41_000, 29_000, 35_000].map((rate, i) => ({
+      ...result({ target: 'vela-sdk', workload: 'w2', rate }),
+      round: i + 1,
+    }));
+    assert.equal(medianRound(rounds).rate, 35_000);
+    assert.equal(medianRound(rounds.slice(0, 2)).rate, 29_000, 'two rounds: the slower one');
+    const w3 = [30, 90, 50, 10].map((p99, i) => ({
+      ...result({
+        target: 'vela-sdk',
+        workload: 'w3a',
+        rate: 5000,
+        latency: { count: 1, p50: 1, p99, max: p99, mean: 1 },
+      }),
+      round: i + 1,
+    }));
+    assert.equal(medianRound(w3).latency!.p99, 50, 'of 90 / 50 / 30 / 10 ms, the worse middle one');
+    assert.throws(() => medianRound([]), RangeError);
+
+    const r = report([medianRound(rounds), medianRound(w3)]);
+    r.rounds = [...rounds, ...w3];
+    r.errors.push({ target: 'vela-sdk', workload: 'w2', error: 'client crashed' });
+    const md = renderTable(r);
+    assert.match(md, /the median of 4 rounds/);
+    assert.match(md, /- Vela \+ Vela SDK, w2: 29,000 \/ 35,000 \/ 41,000 msgs\/s; 1 more round failed/);
+    assert.match(md, /- Vela \+ Vela SDK, w3a: 90\.0 ms \/ 50\.0 ms \/ 30\.0 ms \/ 10\.0 ms p99/);
+    assert.deepEqual(renderSpread(report([])), [], 'one round: nothing to add');
+    assert.equal(parseArgs(['--repeat', '3']).repeat, 3);
+    assert.equal(parseArgs([]).repeat, 1);
+    assert.throws(() => parseArgs(['--repeat', '0']), /--repeat: bad value/);
   });
 
   test('keptUp: everything arrived and ≥ 95 % of the asked rate was sent and consumed', () => {

@@ -114,7 +114,11 @@ export async function produce(
   }
 }
 
-/** W2 / W2-pull: fill a backlog of `spec.count` (untimed), then consume and ack all of it. */
+/**
+ * W2 / W2-pull: fill a backlog of `spec.warmup + spec.count` (untimed), then consume and ack all of
+ * it; the first `spec.warmup` messages consumed are the warm-up (untimed, as W1's warm-up sends), the
+ * next `spec.count` the measured part.
+ */
 export async function consumeBacklog(
   peer: Peer,
   spec: WorkloadSpec,
@@ -124,12 +128,13 @@ export async function consumeBacklog(
 ): Promise<ClientResult> {
   await peer.prepare(spec.queue);
   const filler = await peer.filler(spec.queue);
-  const fill = await sendLoop(filler, bodies, spec.count, spec.inflight, 180_000).finally(() =>
+  const fill = await sendLoop(filler, bodies, spec.warmup + spec.count, spec.inflight, 180_000).finally(() =>
     closeWithin('filler', filler.close(), 10_000),
   );
   if (fill.failed > 0)
     throw new Error(`filling the backlog: ${fill.failed} sends failed (${fill.firstError})`);
   const target = fill.ok;
+  const warm = Math.min(spec.warmup, target - 1);
 
   let got = 0;
   let t0 = 0;
@@ -137,7 +142,7 @@ export async function consumeBacklog(
   let allConsumed!: () => void;
   const done = new Promise<void>((r) => (allConsumed = r));
   const onMessage: OnMessage = () => {
-    if (got === 0) {
+    if (got === warm) {
       marks.begin();
       t0 = performance.now();
       cpu0 = process.cpuUsage();
@@ -157,8 +162,12 @@ export async function consumeBacklog(
   let clientCpuUs = 0;
   try {
     complete = await within(done, Math.max(0, spec.timeLimitMs - (performance.now() - subscribed)));
-    consumed = Math.min(got, target);
-    if (consumed === 0) throw new Error(`nothing consumed within ${spec.timeLimitMs} ms`);
+    consumed = Math.min(got, target) - warm;
+    if (consumed <= 0) {
+      throw new Error(
+        `${got === 0 ? 'nothing' : `only ${got} of the ${warm} warm-up messages`} consumed within ${spec.timeLimitMs} ms`,
+      );
+    }
     if (!(await within(sub.settle(), 10_000)))
       throw new Error('settling (commit / final acks) took over 10 s');
     seconds = (performance.now() - t0) / 1000;

@@ -29,8 +29,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   VelaCompareClient NS WORKLOAD TOPIC COUNT INFLIGHT WARMUP TIME_LIMIT_MS BODY_SIZE
  *
  * w1a / w1b: COUNT confirmed sends (async, INFLIGHT in flight; per-send latency); w2: a backlog of
- * COUNT filled first (untimed), then one push consumer (clustering, 4 consume threads, 32-message
- * pulls) receives it all and commits its offsets; measured from the first message received.
+ * WARMUP + COUNT filled first (untimed), then one push consumer (clustering, 4 consume threads,
+ * 32-message pulls) receives it all and commits its offsets; measured from the batch that takes it
+ * past the first WARMUP messages.
  */
 public class VelaCompareClient {
     static final Random RANDOM = new Random();
@@ -46,7 +47,7 @@ public class VelaCompareClient {
             for (int i = 0; i < bodies.length; i++) { bodies[i] = new byte[bodySize]; RANDOM.nextBytes(bodies[i]); }
             createTopic(ns, topic);
             String result = workload.equals("w2")
-                ? consumeBacklog(ns, workload, topic, count, inflight, limitMs, bodies)
+                ? consumeBacklog(ns, workload, topic, count, inflight, warmup, limitMs, bodies)
                 : produce(ns, workload, topic, count, inflight, warmup, limitMs, bodies);
             System.out.println("RESULT " + result);
         } catch (Throwable t) {
@@ -188,17 +189,19 @@ public class VelaCompareClient {
             .append(",\"clientCpuUs\":").append(clientCpuUs);
     }
 
-    static String consumeBacklog(String ns, String workload, String topic, int count, int inflight, long limitMs, byte[][] bodies)
+    static String consumeBacklog(String ns, String workload, String topic, int count, int inflight, int warmup, long limitMs, byte[][] bodies)
         throws Exception {
         DefaultMQProducer p = producer(ns);
         Outcome fill;
         try {
-            fill = sendLoop(p, topic, bodies, count, Math.max(inflight, 64), 180_000, false);
+            fill = sendLoop(p, topic, bodies, warmup + count, Math.max(inflight, 64), 180_000, false);
         } finally {
             p.shutdown();
         }
         if (fill.failed.get() > 0) throw new IllegalStateException("filling the backlog: " + fill.failed.get() + " sends failed (" + fill.firstError.get() + ")");
         int target = fill.ok.get();
+        // The first `warm` messages consumed are the warm-up (untimed); the batch that crosses it begins the measured part.
+        int warm = Math.min(warmup, target - 1);
         AtomicInteger got = new AtomicInteger();
         long[] t0 = new long[1];
         long[] cpu0 = new long[1];
@@ -216,7 +219,7 @@ public class VelaCompareClient {
         c.subscribe(topic, "*");
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             int before = got.getAndAdd(msgs.size());
-            if (before == 0) {
+            if (before <= warm && before + msgs.size() > warm) {
                 synchronized (t0) {
                     System.out.println("BEGIN");
                     System.out.flush();
@@ -235,8 +238,8 @@ public class VelaCompareClient {
         int consumed;
         try {
             complete = all.await(Math.max(0, limitMs - (System.nanoTime() - subscribed) / 1_000_000), TimeUnit.MILLISECONDS);
-            consumed = Math.min(got.get(), target);
-            if (consumed == 0) throw new IllegalStateException("nothing consumed within " + limitMs + " ms");
+            consumed = Math.min(got.get(), target) - warm;
+            if (consumed <= 0) throw new IllegalStateException("nothing past the " + warm + " warm-up messages consumed within " + limitMs + " ms");
             VelaRemotingClient.commitSync(c);
             synchronized (t0) {
                 seconds = (System.nanoTime() - t0[0]) / 1e9;

@@ -26,6 +26,8 @@ export interface CompareOptions {
   cpuProfDir?: string;
   /** Write V8 inline-cache logs (`--log-ic`) of Vela's broker and of every Node client child here. */
   icLogDir?: string;
+  /** Write a sampled allocation profile of Vela's broker here: what survived young-generation GCs. */
+  heapSampleDir?: string;
   /** Sample the server's RSS this often (seconds) during each measured part; summed up as a trend. */
   rssEverySeconds: number;
   /** Run each target's workloads this many rounds (one server start); the table shows the medians. */
@@ -78,6 +80,9 @@ Options:
   --cpu-prof DIR        write V8 CPU profiles of Vela's broker and of each client to DIR
   --ic-log DIR          write V8 inline-cache logs (--log-ic) of Vela's broker and of each Node
                         client to DIR; bench/compare/ic-summary.ts lists the sites that missed most
+  --heap-sample DIR     write a sampled allocation profile of Vela's broker to DIR: objects that
+                        outlived two young-generation collections (what fills the old generation);
+                        bench/compare/heap-summary.ts lists where they were allocated
   --no-install          never run apt-get; fail if a server is missing
   --help                this text`;
 
@@ -170,6 +175,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let rssEverySeconds = 5;
   let cpuProfDir: string | undefined;
   let icLogDir: string | undefined;
+  let heapSampleDir: string | undefined;
   let waitIdleSeconds = 0;
   let repeat = 1;
   let jsonFile: string | undefined;
@@ -254,6 +260,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--ic-log':
         icLogDir = take();
         break;
+      case '--heap-sample':
+        heapSampleDir = take();
+        break;
       default:
         throw new Error(`unknown option "${arg}"\n\n${USAGE}`);
     }
@@ -273,6 +282,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     repeat,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(icLogDir !== undefined ? { icLogDir } : {}),
+    ...(heapSampleDir !== undefined ? { heapSampleDir } : {}),
     ...(jsonFile !== undefined ? { jsonFile } : {}),
     ...(render !== undefined ? { render } : {}),
   };

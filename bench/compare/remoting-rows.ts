@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { javaClasspath } from '../../test/remoting/client-programs.js';
 import type { RunningServer } from './servers/server.js';
-import { startVela } from './servers/vela.js';
+import { startVela, type BrokerDebug } from './servers/vela.js';
 import type { Workload, WorkloadSpec } from './types.js';
 
 export const REMOTING_TARGET = 'vela-remoting';
@@ -29,9 +29,7 @@ let classpath: string | undefined;
  * Vela with its Remoting port; `port` is the Remoting port. Builds (or finds) the Java program
  * first, so a missing JDK or Maven fails here, as the server not starting, with a clear message.
  */
-export async function startVelaRemoting(
-  debug: { cpuProfDir?: string; icLogDir?: string } = {},
-): Promise<RunningServer> {
+export async function startVelaRemoting(debug: BrokerDebug = {}): Promise<RunningServer> {
   classpath = await javaClasspath();
   return startVela({ label: 'remoting', remoting: true, ...debug });
 }

@@ -24,7 +24,7 @@ import { startNats } from './servers/nats.js';
 import { startRabbitMq } from './servers/rabbitmq.js';
 import { startRedis } from './servers/redis.js';
 import { removeAllDirs, type RunningServer } from './servers/server.js';
-import { icLogFlags, startVela } from './servers/vela.js';
+import { icLogFlags, startVela, type BrokerDebug } from './servers/vela.js';
 import { remotingClientCommand, startVelaRemoting } from './remoting-rows.js';
 import {
   TARGET_TITLES,
@@ -48,11 +48,12 @@ let currentClient: ChildProcess | undefined;
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 let interrupted = false;
 
-/** Where Vela's broker writes its CPU profiles and inline-cache log, if asked to. */
-function brokerDebug(opts: CompareOptions): { cpuProfDir?: string; icLogDir?: string } {
+/** Where Vela's broker writes its CPU profiles, inline-cache log and allocation sample, if asked to. */
+function brokerDebug(opts: CompareOptions): BrokerDebug {
   return {
     ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}),
     ...(opts.icLogDir ? { icLogDir: opts.icLogDir } : {}),
+    ...(opts.heapSampleDir ? { heapSampleDir: opts.heapSampleDir } : {}),
   };
 }
 
@@ -250,6 +251,10 @@ async function main(): Promise<void> {
   if (opts.cpuProfDir) {
     opts.cpuProfDir = resolve(opts.cpuProfDir);
     mkdirSync(opts.cpuProfDir, { recursive: true });
+  }
+  if (opts.heapSampleDir) {
+    opts.heapSampleDir = resolve(opts.heapSampleDir);
+    mkdirSync(opts.heapSampleDir, { recursive: true });
   }
   const started = performance.now();
   const args = process.argv.slice(2).join(' ');

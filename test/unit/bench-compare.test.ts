@@ -19,6 +19,11 @@ import {
   type CpuProfile,
 } from '../../bench/compare/profile-summary.js';
 import { summarizeIcLog } from '../../bench/compare/ic-summary.js';
+import {
+  formatHeapSummary,
+  summarizeHeapProfile,
+  type HeapProfile,
+} from '../../bench/compare/heap-summary.js';
 import type { CompareReport, WorkloadResult } from '../../bench/compare/types.js';
 
 describe('bench:compare statistics', () => {
@@ -442,6 +447,47 @@ describe('bench:compare profile summary', () => {
     assert.equal(areaOf('file:///a/src/store/message-store.ts', 'x'), 'vela src/store');
     assert.equal(areaOf('', '(program)'), 'V8 / native (program)');
     assert.equal(areaOf('', 'writeBuffers'), 'native: writeBuffers');
+  });
+});
+
+describe('bench:compare heap sample summary', () => {
+  const at = (functionName: string, url: string, selfSize: number, children: unknown[] = []) => ({
+    callFrame: { functionName, url, lineNumber: 9 },
+    selfSize,
+    children,
+  });
+  // (root) → tick → [deliver (300) → add (500), read (200)]; (V8 API) 100.
+  const profile = {
+    head: at('(root)', '', 0, [
+      at('tick', 'node:internal/process/task_queues', 0, [
+        at('deliver', 'file:///x/src/broker/consume/pop.ts', 300, [
+          at('add', 'file:///x/src/broker/delivery-history.ts', 500),
+        ]),
+        at('read', 'file:///x/node_modules/lib/src/read.js', 200),
+      ]),
+      at('(V8 API)', '', 100),
+    ]),
+  } as HeapProfile;
+
+  test('sampled bytes by allocating function and by its callers', () => {
+    const s = summarizeHeapProfile(profile);
+    assert.equal(s.totalBytes, 1100);
+    assert.deepEqual(
+      s.sites.map((x) => [x.name, x.bytes]),
+      [
+        ['add src/broker/delivery-history.ts:10', 500],
+        ['deliver src/broker/consume/pop.ts:10', 300],
+        ['read node_modules/lib/src/read.js:10', 200],
+        ['(V8 API)', 100],
+      ],
+    );
+    assert.equal(
+      s.stacks[0]!.name,
+      'tick node:internal/process/task_queues:10 > deliver src/broker/consume/pop.ts:10 > add src/broker/delivery-history.ts:10',
+    );
+    assert.ok(Math.abs(s.sites[0]!.percent - (100 * 500) / 1100) < 1e-9);
+    assert.match(formatHeapSummary(summarizeHeapProfile(profile, 1)), /sampled 0\.0 MiB[\s\S]*45\.5 %/);
+    assert.equal(parseArgs(['--heap-sample', 'h']).heapSampleDir, 'h');
   });
 });
 

@@ -3,7 +3,13 @@
  * it on 127.0.0.1 (free ports, sync flush: every send is answered after an fsync covers it) and
  * prints `READY <grpcPort> <httpPort> <remotingPort>`; SIGTERM closes it. `VELA_COMPARE_CONFIG`, a JSON
  * object of broker settings (e.g. `{"consume":{"maxPushBatch":32}}`), is merged in: an A/B of one setting.
+ * `VELA_COMPARE_HEAP_SAMPLE=<file>` (`bench:compare --heap-sample DIR`): from READY until SIGTERM, V8's
+ * sampling heap profiler records the allocations that outlived two young-generation collections
+ * (those collected by a full GC, and those still alive at the end), written to that file on SIGTERM.
  */
+import { writeFileSync } from 'node:fs';
+import type { HeapProfiler } from 'node:inspector';
+import { Session } from 'node:inspector/promises';
 import { startBroker } from '../../../src/server.js';
 
 const dataDir = process.argv[2];
@@ -24,18 +30,41 @@ const running = await startBroker({
   flush: 'sync',
   shutdownGraceMs: 2000,
 });
+const heapSample = process.env.VELA_COMPARE_HEAP_SAMPLE;
+const stopSampling = heapSample ? await sampleHeap(heapSample) : async () => {};
 process.stdout.write(`READY ${running.grpcPort} ${running.httpPort} ${running.remotingPort}\n`);
 let closing = false;
 const close = () => {
   if (closing) return;
   closing = true;
-  void running.close().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+  void stopSampling()
+    .catch((err: unknown) => console.error('heap sample:', err))
+    .then(() => running.close())
+    .then(
+      () => process.exit(0),
+      (err) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
 };
 process.on('SIGTERM', close);
 process.on('SIGINT', close);
+
+/** Start the sampling heap profiler; the returned function stops it and writes the profile to `file`. */
+async function sampleHeap(file: string): Promise<() => Promise<void>> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  // Objects a scavenge frees are left out: what remains is what got promoted to the old generation.
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: false,
+  } as HeapProfiler.StartSamplingParameterType);
+  return async () => {
+    const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: unknown };
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  };
+}

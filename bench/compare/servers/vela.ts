@@ -10,20 +10,30 @@ import { ManagedProcess, waitReady } from './managed-process.js';
 import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './server.js';
 
 const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
+/** The file the broker child writes its allocation sample to (set: sample; unset: do not). */
+export const HEAP_SAMPLE_ENV = 'VELA_COMPARE_HEAP_SAMPLE';
 
 /** Node flags that make V8 log every inline-cache state change of the process to `file`. */
 export function icLogFlags(file: string): string[] {
   return ['--log-ic', `--logfile=${file}`, '--no-logfile-per-isolate'];
 }
 
-/** With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. */
-export async function startVela(options: {
+/** What the broker records for a closer look, if asked to. */
+export interface BrokerDebug {
   cpuProfDir?: string;
   /** Write V8's inline-cache log to `icLogDir/broker-<label>.log`. */
   icLogDir?: string;
-  label: string;
-  remoting?: boolean;
-}): Promise<RunningServer> {
+  /**
+   * Write a sampled allocation profile to `heapSampleDir/broker-<label>.heapprofile` when the broker
+   * stops (`vela-broker-child.ts`).
+   */
+  heapSampleDir?: string;
+}
+
+/** With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. */
+export async function startVela(
+  options: BrokerDebug & { label: string; remoting?: boolean },
+): Promise<RunningServer> {
   const dir = privateDir('vela');
   const log = join(dir, 'server.log');
   // One directory per process: the main thread and tsx's loader thread each write a profile.
@@ -35,7 +45,19 @@ export async function startVela(options: {
     'vela-broker',
     process.execPath,
     [...prof, ...icLog, '--import', 'tsx', CHILD, join(dir, 'data')],
-    { cwd: fileURLToPath(new URL('../../..', import.meta.url)), logFile: log, stdoutPipe: true },
+    {
+      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+      logFile: log,
+      stdoutPipe: true,
+      ...(options.heapSampleDir
+        ? {
+            env: {
+              ...process.env,
+              [HEAP_SAMPLE_ENV]: join(options.heapSampleDir, `broker-${options.label}.heapprofile`),
+            },
+          }
+        : {}),
+    },
   );
   let ports: [number, number] | undefined;
   createInterface({ input: proc.child.stdout! }).on('line', (line) => {

@@ -9,6 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { frameName } from './profile-summary.js';
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -33,14 +34,6 @@ export interface HeapSummary {
   sites: HeapShare[];
   /** By the allocating function and its three nearest callers, innermost last. */
   stacks: HeapShare[];
-}
-
-/** `name file:line`, the path cut to start at node_modules/, src/ or bench/. */
-function frameName(f: HeapNode['callFrame']): string {
-  const path = f.url.replace(/^file:\/\//, '');
-  const lib = path.indexOf('/node_modules/');
-  const file = lib >= 0 ? path.slice(lib + 1) : path.replace(/^.*\/(src|bench)\//, '$1/');
-  return `${f.functionName || '(anonymous)'}${file ? ` ${file}:${f.lineNumber + 1}` : ''}`;
 }
 
 export function summarizeHeapProfile(profile: HeapProfile, top = 20): HeapSummary {

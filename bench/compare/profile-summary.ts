@@ -243,7 +243,7 @@ export function formatSelfCosts(c: ReturnType<typeof compareSelfCosts>, top: num
 }
 
 /** `name file:line`, with the path cut to start at node_modules/ (a library), or src/ or bench/. */
-function frameName(f: ProfileNode['callFrame']): string {
+export function frameName(f: ProfileNode['callFrame']): string {
   const path = f.url.replace(/^file:\/\//, '');
   const lib = path.indexOf('/node_modules/');
   const file = lib >= 0 ? path.slice(lib + 1) : path.replace(/^.*\/(src|bench)\//, '$1/');

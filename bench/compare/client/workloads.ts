@@ -134,7 +134,7 @@ export async function consumeBacklog(
   if (fill.failed > 0)
     throw new Error(`filling the backlog: ${fill.failed} sends failed (${fill.firstError})`);
   const target = fill.ok;
-  const warm = Math.min(spec.warmup, target - 1);
+  const warm = Math.max(0, Math.min(spec.warmup, target - 1));
 
   let got = 0;
   let t0 = 0;

@@ -201,7 +201,7 @@ public class VelaCompareClient {
         if (fill.failed.get() > 0) throw new IllegalStateException("filling the backlog: " + fill.failed.get() + " sends failed (" + fill.firstError.get() + ")");
         int target = fill.ok.get();
         // The first `warm` messages consumed are the warm-up (untimed); the batch that crosses it begins the measured part.
-        int warm = Math.min(warmup, target - 1);
+        int warm = Math.max(0, Math.min(warmup, target - 1));
         AtomicInteger got = new AtomicInteger();
         long[] t0 = new long[1];
         long[] cpu0 = new long[1];

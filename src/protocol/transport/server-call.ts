@@ -4,6 +4,7 @@
  * and the ways to answer — one message, many messages in one write, or a stream of writes that respects
  * HTTP/2 flow control — ending with `grpc-status` trailers.
  */
+import type { CancelSignal } from '../../common/cancel-signal.js';
 import {
   constants,
   type IncomingHttpHeaders,
@@ -73,6 +74,7 @@ export interface CallOwner {
 
 export class ServerCall {
   private controller: AbortController | undefined;
+  private light: CallSignal | undefined;
   private timer: NodeJS.Timeout | undefined;
   private headersSent = false;
   private finished = false;
@@ -123,6 +125,21 @@ export class ServerCall {
       }
     }
     return this.controller.signal;
+  }
+
+  /**
+   * The same cancellation as `signal` for long polls, without its cost: no AbortController (an
+   * EventTarget) and no deadline timer per call. It fires when the call is cancelled, its connection
+   * drops or the server shuts down, and reads as aborted once the deadline has passed; a handler that
+   * waits must bound its wait by the deadline itself (receives and pulls cut their poll time to it).
+   */
+  get cancelSignal(): CancelSignal {
+    return (this.light ??= new CallSignal(this));
+  }
+
+  /** Cancelled, or past its deadline. */
+  get aborted(): boolean {
+    return this.abortReason !== undefined || (this.deadline !== Infinity && Date.now() >= this.deadline);
   }
 
   /** Whether the client can still get an answer. */
@@ -242,6 +259,7 @@ export class ServerCall {
     if (this.abortReason) return;
     this.abortReason = reason;
     this.controller?.abort(new CallAbortedError(reason));
+    this.light?.fire();
     for (const w of this.drainWaiters.splice(0)) w();
   }
 
@@ -261,8 +279,11 @@ export class ServerCall {
     this.finished = true;
     this.clearTimer();
     this.sendHeaders();
+    // Counted until the stream closes (streamClosed releases it). No callback on `end`: node:http2
+    // mostly destroys an answered stream before its 'finish', and a pending end callback then costs
+    // an ERR_STREAM_DESTROYED error with a captured stack trace per call.
     this.track(framed.length);
-    this.stream.end(framed, () => this.untrack(framed.length));
+    this.stream.end(framed);
   }
 
   private trailerCode: GrpcStatus = GrpcStatus.OK;
@@ -335,5 +356,32 @@ export class ServerCall {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+  }
+}
+
+/** A call's light cancellation signal (`ServerCall.cancelSignal`). */
+class CallSignal implements CancelSignal {
+  private listeners: (() => void)[] = [];
+
+  constructor(private readonly call: ServerCall) {}
+
+  get aborted(): boolean {
+    return this.call.aborted;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const i = this.listeners.indexOf(listener);
+    if (i >= 0) this.listeners.splice(i, 1);
+  }
+
+  /** @internal the call was aborted: every listener, once. */
+  fire(): void {
+    const ls = this.listeners;
+    this.listeners = [];
+    for (const l of ls) l();
   }
 }

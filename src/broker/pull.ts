@@ -11,6 +11,7 @@
  * a pull stops at the first message of the queue that is not, and long-polls until it is. Such
  * queues hold due times in storage order, so nothing behind a waiting message is ever due earlier.
  */
+import type { CancelSignal } from '../common/cancel-signal.js';
 import type { Clock } from '../common/clock.js';
 import { VelaError } from '../common/errors.js';
 import type { MessageStore, StoredMessage } from '../store/index.js';
@@ -37,7 +38,7 @@ export interface PullRequest {
   clientId: string;
   /** Whom the parking limits count this pull against, when not the client id (a Remoting connection). */
   parker?: string;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 export type PullStatus =

@@ -9,6 +9,7 @@
  * stream is open. The Telemetry stream itself is telemetry-stream.ts; delivered messages are encoded by
  * message-frame.ts.
  */
+import type { CancelSignal } from '../common/cancel-signal.js';
 import type protobuf from 'protobufjs';
 import type { Broker } from '../broker/broker.js';
 import { VelaError } from '../common/errors.js';
@@ -254,7 +255,7 @@ export class GrpcEndpoint {
 
     const streaming = (
       name: 'ReceiveMessage' | 'PullMessage',
-      run: (ctx: CallContext, req: never, signal: AbortSignal) => Promise<unknown[]>,
+      run: (ctx: CallContext, req: never, signal: CancelSignal) => Promise<unknown[]>,
       onError: (status: Status) => unknown[],
     ): MethodHandler => {
       const m = methods.get(name)!;
@@ -288,7 +289,7 @@ export class GrpcEndpoint {
             return;
           }
           Promise.resolve(admit(call))
-            .then(() => run(admitted(name, call, req), req as never, call.signal))
+            .then(() => run(admitted(name, call, req), req as never, call.cancelSignal))
             .then(
               (frames) => sendFrames(call, frames, started),
               (err: unknown) => sendFrames(call, onError(statusOf(err, log, name)), started),

@@ -20,6 +20,7 @@
  * journalled before the client hears of it, so a restart loses nothing and fires nothing early.
  * Expiries use one deadline heap, not one timer per message.
  */
+import type { CancelSignal } from '../../common/cancel-signal.js';
 import { VelaError } from '../../common/errors.js';
 import type { StateParticipant, StateRecord } from '../state-journal.js';
 import type { StateJournal } from '../state-journal.js';
@@ -58,7 +59,7 @@ export interface ReceiveRequest {
   clientId: string;
   /** How long to wait for messages when there are none. */
   pollMs: number;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 export class ConsumeService implements StateParticipant {

@@ -14,6 +14,7 @@
  * receives to find it gone. Requests without a key (pulls, which read without taking) are all woken.
  */
 import { VelaError } from '../../common/errors.js';
+import type { CancelSignal } from '../../common/cancel-signal.js';
 import { MAX_TIMER_MS } from '../../common/timers.js';
 
 /** Why a parked request stopped waiting. */
@@ -53,16 +54,65 @@ export interface Parking {
   readonly woken: boolean;
 }
 
+/**
+ * One registered request. Registering costs an object and a set entry; the timer, the abort listener
+ * and the promise come only when the request looked, found nothing and holds a place (`hold`) — most
+ * requests under load find messages and never wait.
+ */
 class Entry {
   settled = false;
   counted = false;
   woken = false;
+  /** Set once settled. */
+  reason: WakeReason = 'timeout';
+  private timer: NodeJS.Timeout | undefined;
+  private resolve: ((why: WakeReason) => void) | undefined;
+  private waiting: Promise<WakeReason> | undefined;
+  private onAbort: (() => void) | undefined;
+  /** When the registration was made (performance.now()), for the time left when it starts waiting. */
+  private readonly since = performance.now();
+
   constructor(
     readonly topic: string,
     readonly key: string,
     readonly parker: Parker,
-    readonly finish: (why: WakeReason) => void,
+    private readonly owner: LongPollWaiters,
+    private readonly ms: number,
+    private readonly signal: CancelSignal | undefined,
   ) {}
+
+  finish(why: WakeReason): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reason = why;
+    this.woken = why === 'woken';
+    if (this.timer) clearTimeout(this.timer);
+    if (this.onAbort) this.signal?.removeEventListener('abort', this.onAbort);
+    this.owner.forget(this);
+    const resolve = this.resolve;
+    this.resolve = undefined;
+    resolve?.(why);
+  }
+
+  /** Start waiting: the poll time left, and the caller's abort. */
+  arm(): void {
+    if (this.settled || this.resolve) return;
+    this.waiting = new Promise<WakeReason>((resolve) => (this.resolve = resolve));
+    if (this.signal?.aborted) return this.finish('aborted');
+    const left = this.ms - (performance.now() - this.since);
+    if (left <= 0) return this.finish('timeout');
+    // Callers look again when a wait ends early, so a wait past one timer's range is cut to it.
+    this.timer = setTimeout(() => this.finish('timeout'), Math.min(left, MAX_TIMER_MS));
+    if (this.signal) {
+      this.onAbort = () => this.finish('aborted');
+      this.signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  get promise(): Promise<WakeReason> {
+    if (!this.waiting && !this.settled) this.arm();
+    return this.waiting ?? Promise.resolve(this.reason);
+  }
 }
 
 /** The places parked requests take, shared by every `LongPollWaiters` of a broker. */
@@ -136,6 +186,9 @@ export class ParkingLot {
   }
 }
 
+/** Empty wake-key sets kept for reuse before they are all pruned. */
+const MAX_EMPTY_SETS = 1024;
+
 const UNLIMITED: ParkingLimits = { total: Infinity, perClient: Infinity, perGroup: Infinity };
 
 export class LongPollWaiters {
@@ -143,41 +196,28 @@ export class LongPollWaiters {
   private readonly byTopic = new Map<string, Map<string, Set<Entry>>>();
   private stopped = false;
   private seq = 0;
+  /** Empty sets kept in `byTopic` (at most MAX_EMPTY_SETS). */
+  private empties = 0;
 
   constructor(readonly lot: ParkingLot = new ParkingLot(UNLIMITED)) {}
 
-  park(topic: string, ms: number, parker: Parker, signal?: AbortSignal): Parking {
-    let entry!: Entry;
-    let timer: NodeJS.Timeout | undefined;
+  park(topic: string, ms: number, parker: Parker, signal?: CancelSignal): Parking {
     const key = parker.wakeKey ?? `\u0000${++this.seq}`;
-    const promise = new Promise<WakeReason>((resolve) => {
-      const onAbort = () => finish('aborted');
-      const finish = (why: WakeReason) => {
-        if (entry.settled) return;
-        entry.settled = true;
-        entry.woken = why === 'woken';
-        if (timer) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.remove(entry);
-        this.lot.leave(entry);
-        resolve(why);
-      };
-      entry = new Entry(topic, key, parker, finish);
-      if (this.stopped) return finish('stopped');
-      if (signal?.aborted) return finish('aborted');
-      if (ms <= 0) return finish('timeout');
-      let keys = this.byTopic.get(topic);
-      if (!keys) this.byTopic.set(topic, (keys = new Map()));
-      let set = keys.get(key);
-      if (!set) keys.set(key, (set = new Set()));
-      set.add(entry);
-      // Callers look again when a wait ends early, so a wait past one timer's range is cut to it.
-      timer = setTimeout(() => finish('timeout'), Math.min(ms, MAX_TIMER_MS));
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    const entry = new Entry(topic, key, parker, this, ms, signal);
+    if (this.stopped) entry.finish('stopped');
+    else if (signal?.aborted) entry.finish('aborted');
+    else if (ms <= 0) entry.finish('timeout');
+    else this.add(entry);
     return {
-      promise,
-      hold: () => (entry.settled || entry.counted ? undefined : this.lot.enter(entry)),
+      get promise() {
+        return entry.promise;
+      },
+      hold: () => {
+        if (entry.settled || entry.counted) return undefined;
+        const refused = this.lot.enter(entry);
+        if (!refused) entry.arm();
+        return refused;
+      },
       cancel: () => entry.finish('timeout'),
       passOn: () => this.wakeOne(topic, key),
       get woken() {
@@ -215,12 +255,37 @@ export class LongPollWaiters {
     return n;
   }
 
-  private remove(e: Entry): void {
+  /** @internal an entry settled: out of its set and out of the lot. */
+  forget(e: Entry): void {
+    this.lot.leave(e);
     const keys = this.byTopic.get(e.topic);
     const set = keys?.get(e.key);
-    if (!keys || !set) return;
-    set.delete(e);
-    if (set.size === 0) keys.delete(e.key);
-    if (keys.size === 0) this.byTopic.delete(e.topic);
+    if (!set?.delete(e) || set.size > 0) return;
+    if (e.parker.wakeKey === undefined) {
+      // A key of its own (pulls): never used again.
+      keys!.delete(e.key);
+      if (keys!.size === 0) this.byTopic.delete(e.topic);
+      return;
+    }
+    // A shared key's empty set stays for its next request (one receive after another would
+    // otherwise build and drop a set and a map each time); empties are pruned once there are many.
+    if (++this.empties > MAX_EMPTY_SETS) this.pruneEmpty();
+  }
+
+  private add(e: Entry): void {
+    let keys = this.byTopic.get(e.topic);
+    if (!keys) this.byTopic.set(e.topic, (keys = new Map()));
+    let set = keys.get(e.key);
+    if (!set) keys.set(e.key, (set = new Set()));
+    else if (set.size === 0) this.empties--;
+    set.add(e);
+  }
+
+  private pruneEmpty(): void {
+    for (const [topic, keys] of this.byTopic) {
+      for (const [key, set] of keys) if (set.size === 0) keys.delete(key);
+      if (keys.size === 0) this.byTopic.delete(topic);
+    }
+    this.empties = 0;
   }
 }

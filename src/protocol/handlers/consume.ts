@@ -1,4 +1,5 @@
 /** ReceiveMessage (server-streaming), AckMessage, ChangeInvisibleDuration. */
+import type { CancelSignal } from '../../common/cancel-signal.js';
 import type { Broker } from '../../broker/broker.js';
 import { parseFilter } from '../../broker/filter.js';
 import { checkGroupName, checkTopicName } from '../../broker/names.js';
@@ -41,7 +42,7 @@ export async function receiveMessage(
   broker: Broker,
   ctx: CallContext,
   req: ReceiveRequestWire,
-  signal: AbortSignal,
+  signal: CancelSignal,
   storeHost: string,
 ): Promise<ReceiveFrame[]> {
   const baseGroup = resourceName(ctx, req.group);

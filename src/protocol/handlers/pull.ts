@@ -1,4 +1,5 @@
 /** PullMessage (server-streaming), UpdateOffset, GetOffset, QueryOffset: queue-granularity consumption. */
+import type { CancelSignal } from '../../common/cancel-signal.js';
 import type { Broker } from '../../broker/broker.js';
 import { parseFilter } from '../../broker/filter.js';
 import { checkGroupName, checkTopicName } from '../../broker/names.js';
@@ -44,7 +45,7 @@ export async function pullMessage(
     filter_expression?: FilterExpression;
     long_polling_timeout?: Duration;
   },
-  signal: AbortSignal,
+  signal: CancelSignal,
   storeHost: string,
 ): Promise<PullFrame[]> {
   const { group, topic, queueId } = names(ctx, req.group, req.message_queue);

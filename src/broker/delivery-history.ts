@@ -8,7 +8,9 @@
  * forgotten as a new one comes). The ring is a set of columns (typed arrays, and arrays of references
  * to strings the broker holds anyway), not an object per delivery: tens of thousands of long-lived
  * small objects made the garbage collector's old-generation work the largest cost of a delivery
- * (bench/broker-cpu.ts). A delivery in flight also has an entry in a map of the deliveries not yet
+ * (bench/broker-cpu.ts). The columns are allocated whole up front, and message ids in RocketMQ's
+ * form (upper-case hex) are kept as bytes: a string kept per delivery would outlive the young
+ * generation and fill the old one, whose collections are the broker's longest pauses. A delivery in flight also has an entry in a map of the deliveries not yet
  * settled (as large as what is in flight); finding a message's deliveries scans the ring, which only
  * the console does. Nothing here is persisted: after a restart the history starts empty.
  */
@@ -41,17 +43,29 @@ const NEXTS: readonly (DeliveryNext | undefined)[] = [undefined, 'RETRY', 'FIFO_
 const VIAS: readonly DeliveryRecord['via'][] = ['POP', 'PULL', 'ADMIN'];
 const code = <T>(table: readonly T[], v: T): number => table.indexOf(v);
 
+/** Longest message id kept as bytes (hex digits); RocketMQ's ids have 32 (Remoting) or 34 (5.x). */
+const MAX_HEX_ID = 40;
+const HEX = '0123456789ABCDEF';
+/** Upper-case hex digit → its value; -1 for anything else. */
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) HEX_VALUE[HEX.charCodeAt(i)] = i;
+
 /** Open deliveries of one (group, topic): queue key → offset → the sequence number of its record. */
 type OpenSlots = Map<number, Map<number, number>>;
 
 export class DeliveryHistory {
   /** Sequence number of the next record; record `seq` lives in slot `seq % capacity`. */
   private next = 0;
-  private readonly origin: (string | undefined)[] = [];
-  private readonly group: string[] = [];
-  private readonly topic: string[] = [];
-  private readonly messageId: string[] = [];
-  private readonly clientId: string[] = [];
+  /** The original id where it differs from the message id (retries); undefined otherwise. */
+  private readonly origin: (string | undefined)[];
+  private readonly group: string[];
+  private readonly topic: string[];
+  /** Message ids not kept as bytes (any other form); undefined where `idLength` is set. */
+  private readonly messageId: (string | undefined)[];
+  /** Message ids as bytes, MAX_HEX_ID / 2 per slot, and their length in hex digits (0: see `messageId`). */
+  private readonly idBytes: Uint8Array;
+  private readonly idLength: Uint8Array;
+  private readonly clientId: string[];
   private readonly seq: Float64Array;
   private readonly attempt: Int32Array;
   private readonly queueId: Int32Array;
@@ -70,6 +84,13 @@ export class DeliveryHistory {
     /** Deliveries remembered; 0 turns the history off. */
     readonly capacity: number,
   ) {
+    this.origin = new Array<string | undefined>(capacity);
+    this.group = new Array<string>(capacity);
+    this.topic = new Array<string>(capacity);
+    this.messageId = new Array<string | undefined>(capacity);
+    this.clientId = new Array<string>(capacity);
+    this.idBytes = new Uint8Array(capacity * (MAX_HEX_ID / 2));
+    this.idLength = new Uint8Array(capacity);
     this.seq = new Float64Array(capacity);
     this.attempt = new Int32Array(capacity);
     this.queueId = new Int32Array(capacity);
@@ -143,9 +164,10 @@ export class DeliveryHistory {
   of(originId: string, limit = 256): DeliveryRecord[] {
     const out: DeliveryRecord[] = [];
     const first = Math.max(0, this.next - this.capacity);
+    const want = this.hexBytes(originId);
     for (let s = first; s < this.next; s++) {
       const i = s % this.capacity;
-      if (this.origin[i] === originId) out.push(this.record(i));
+      if (this.originIs(i, originId, want)) out.push(this.record(i));
     }
     return out.slice(-limit);
   }
@@ -165,7 +187,7 @@ export class DeliveryHistory {
     return {
       group: this.group[i]!,
       topic: this.topic[i]!,
-      messageId: this.messageId[i]!,
+      messageId: this.idOf(i),
       attempt: this.attempt[i]!,
       clientId: this.clientId[i]!,
       via: VIAS[(f >> 6) & 0b11]!,
@@ -184,10 +206,10 @@ export class DeliveryHistory {
     const i = this.next % this.capacity;
     if (this.next >= this.capacity && this.flags[i]! & (1 << 9)) this.forgetOpen(i);
     this.seq[i] = this.next++;
-    this.origin[i] = origin;
+    this.origin[i] = origin === rec.messageId ? undefined : origin;
     this.group[i] = rec.group;
     this.topic[i] = rec.topic;
-    this.messageId[i] = rec.messageId;
+    this.keepId(i, rec.messageId);
     this.clientId[i] = rec.clientId;
     this.attempt[i] = rec.attempt;
     this.queueId[i] = rec.queueId;
@@ -200,6 +222,56 @@ export class DeliveryHistory {
       (code(VIAS, rec.via) << 6) |
       ((rec.retry ? 1 : 0) << 8);
     return i;
+  }
+
+  /** Keep slot `i`'s message id: as bytes when it is upper-case hex of a kept length, else the string. */
+  private keepId(i: number, id: string): void {
+    const n = this.hexInto(id, this.idBytes, i * (MAX_HEX_ID / 2));
+    this.idLength[i] = n;
+    this.messageId[i] = n === 0 ? id : undefined;
+  }
+
+  /** Write `id` as bytes at `to[at]` if it is upper-case hex of an even length up to MAX_HEX_ID: its length, else 0. */
+  private hexInto(id: string, to: Uint8Array, at: number): number {
+    const n = id.length;
+    if (n === 0 || n > MAX_HEX_ID || (n & 1) === 1) return 0;
+    for (let k = 0; k < n; k += 2) {
+      const c1 = id.charCodeAt(k);
+      const c2 = id.charCodeAt(k + 1);
+      const hi = c1 < 128 ? HEX_VALUE[c1]! : -1;
+      const lo = c2 < 128 ? HEX_VALUE[c2]! : -1;
+      if (hi < 0 || lo < 0) return 0;
+      to[at++] = (hi << 4) | lo;
+    }
+    return n;
+  }
+
+  private hexBytes(id: string): Uint8Array | null {
+    const bytes = new Uint8Array(MAX_HEX_ID / 2);
+    return this.hexInto(id, bytes, 0) > 0 ? bytes : null;
+  }
+
+  /** Whether slot `i` is a delivery of the message whose original id is `id` (`want`: its bytes, if hex). */
+  private originIs(i: number, id: string, want: Uint8Array | null): boolean {
+    const origin = this.origin[i];
+    if (origin !== undefined) return origin === id;
+    const n = this.idLength[i]!;
+    if (n === 0) return this.messageId[i] === id;
+    if (!want || n !== id.length) return false;
+    const bytes = this.idBytes;
+    const at = i * (MAX_HEX_ID / 2);
+    for (let k = 0; k < n / 2; k++) if (bytes[at + k] !== want[k]) return false;
+    return true;
+  }
+
+  private idOf(i: number): string {
+    const n = this.idLength[i]!;
+    if (n === 0) return this.messageId[i]!;
+    const bytes = this.idBytes;
+    const at = i * (MAX_HEX_ID / 2);
+    let id = '';
+    for (let k = 0; k < n / 2; k++) id += HEX[bytes[at + k]! >> 4]! + HEX[bytes[at + k]! & 15]!;
+    return id;
   }
 
   /** The slot's delivery leaves the ring while still open: drop it from the open map. */

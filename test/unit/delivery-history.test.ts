@@ -75,3 +75,47 @@ test('bounded: the oldest deliveries are forgotten, with their open entries', ()
   assert.equal(off.size, 0);
   assert.equal(off.of('x').length, 0);
 });
+
+test('message ids of every form come back as they went in (hex ids are kept as bytes)', () => {
+  const ids = [
+    '01FA163E2D7C3F00010000000A2B3C4D5E', // 5.x client (34 hex digits)
+    '7F0000010B6C18B4AAC25D0F3C8A0000', // Remoting client (32)
+    'AC1F0001', // short hex
+    '0123456789ABCDEF0123456789ABCDEF01234567', // 40: the longest kept as bytes
+    '0123456789ABCDEF0123456789ABCDEF0123456789', // 42: kept as a string
+    '01fa163e2d7c3f00', // lower case: a string, never changed to upper case
+    'ABC', // odd length
+    'order-42', // anything else
+    'ÄÖ', // not ASCII
+    '', // empty
+  ];
+  const h = new DeliveryHistory(64);
+  ids.forEach((id, i) =>
+    h.delivered(id, 'G', 'T', { source: 0, queueId: 0, offset: i }, rec({ messageId: id, queueOffset: i })),
+  );
+  // A retry: another message id, found by the original one.
+  h.delivered(
+    ids[0]!,
+    'G',
+    'T',
+    { source: 1, queueId: 0, offset: 0 },
+    rec({ messageId: ids[1]!, attempt: 2 }),
+  );
+  ids.forEach((id, i) => {
+    const found = h.of(id);
+    const expected = i === 0 ? 2 : 1;
+    assert.equal(found.length, expected, `deliveries of ${JSON.stringify(id)}`);
+    assert.equal(found[0]!.messageId, id);
+  });
+  assert.equal(h.of(ids[0]!)[1]!.messageId, ids[1], 'the retry keeps its own id');
+  assert.equal(h.of('01FA163E2D7C3F00').length, 0, 'a prefix of a kept id is another id');
+  assert.equal(h.of('01FA163E2D7C3F00010000000A2B3C4D5F').length, 0, 'so is an id one digit apart');
+  // Ring slots are reused: an id kept as bytes is replaced by one kept as a string and back.
+  for (let i = 0; i < 128; i++) {
+    const id = i % 2 === 0 ? `X-${i}` : `${i.toString(16).toUpperCase().padStart(2, '0')}00FF`;
+    h.delivered(id, 'G', 'T', { source: 0, queueId: 1, offset: i }, rec({ messageId: id }));
+  }
+  assert.equal(h.of('X-126')[0]!.messageId, 'X-126');
+  assert.equal(h.of('7F00FF')[0]!.messageId, '7F00FF');
+  assert.equal(h.of(ids[0]!).length, 0, 'forgotten once overwritten');
+});

@@ -106,7 +106,8 @@ export function versions(targets: readonly Target[]): Record<string, string> {
   return v;
 }
 
-function npmVersionOf(dir: string): string {
+/** A Vela checkout's package version and commit, e.g. `0.1.0 (0cda512)`; '?' if unknown. */
+export function npmVersionOf(dir: string): string {
   try {
     const pkg = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8')) as { version: string };
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {

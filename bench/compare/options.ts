@@ -3,7 +3,7 @@
  * so the sizes and filters can be unit-tested.
  */
 import { remotingWorkloads } from './remoting-rows.js';
-import { TARGETS, WORKLOADS, type Target, type Workload } from './types.js';
+import { TARGETS, WORKLOADS, isVela, type Target, type Workload } from './types.js';
 
 export interface CompareOptions {
   quick: boolean;
@@ -32,6 +32,12 @@ export interface CompareOptions {
   rssEverySeconds: number;
   /** Run each target's workloads this many rounds (one server start); the table shows the medians. */
   repeat: number;
+  /**
+   * Another checkout of Vela (a directory with its node_modules): its broker runs every Vela workload
+   * of every round too, right before or after this checkout's (the order alternates), with this
+   * checkout's clients; the report adds each figure's ratio per round.
+   */
+  baselineDir?: string;
   help: boolean;
 }
 
@@ -72,6 +78,11 @@ Options:
   --repeat N            run each target's workloads N rounds (one server start per target) and
                         show each figure's median round, with the spread under the table
                         (single runs move ±25 % on a busy 2-core machine); default 1
+  --baseline DIR        also run the broker of another Vela checkout DIR (with its node_modules,
+                        e.g. a git worktree of the commit before a change) in every round of every
+                        Vela workload, right before or after this one's (alternating), with this
+                        checkout's clients, and print each figure's ratio per round: a before/after
+                        that the machine's drift between runs does not swamp
   --json                print the full report as JSON instead of the table
   --json-file FILE      also write the full report as JSON to FILE
   --render FILE         run nothing; print the table of a report saved with --json-file
@@ -180,6 +191,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let repeat = 1;
   let jsonFile: string | undefined;
   let render: string | undefined;
+  let baselineDir: string | undefined;
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`);
@@ -263,12 +275,17 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--heap-sample':
         heapSampleDir = take();
         break;
+      case '--baseline':
+        baselineDir = take();
+        break;
       default:
         throw new Error(`unknown option "${arg}"\n\n${USAGE}`);
     }
   }
   if (!help && targets.length === 0) throw new Error('no target left to run');
   if (!help && workloads.length === 0) throw new Error('no workload selected');
+  if (!help && baselineDir !== undefined && !targets.some(isVela))
+    throw new Error('--baseline compares Vela brokers: select a Vela target');
   return {
     quick,
     json,
@@ -283,6 +300,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(icLogDir !== undefined ? { icLogDir } : {}),
     ...(heapSampleDir !== undefined ? { heapSampleDir } : {}),
+    ...(baselineDir !== undefined ? { baselineDir } : {}),
     ...(jsonFile !== undefined ? { jsonFile } : {}),
     ...(render !== undefined ? { render } : {}),
   };

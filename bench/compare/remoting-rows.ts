@@ -29,9 +29,14 @@ let classpath: string | undefined;
  * Vela with its Remoting port; `port` is the Remoting port. Builds (or finds) the Java program
  * first, so a missing JDK or Maven fails here, as the server not starting, with a clear message.
  */
-export async function startVelaRemoting(debug: BrokerDebug = {}): Promise<RunningServer> {
+export async function startVelaRemoting(debug: BrokerDebug = {}, root?: string): Promise<RunningServer> {
   classpath = await javaClasspath();
-  return startVela({ label: 'remoting', remoting: true, ...debug });
+  return startVela({
+    label: root ? 'remoting-baseline' : 'remoting',
+    remoting: true,
+    ...debug,
+    ...(root ? { root } : {}),
+  });
 }
 
 /** The client child of a Remoting workload: the Java program and its arguments. */

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensurePackages, machineInfo, versions } from './environment.js';
+import { ensurePackages, machineInfo, npmVersionOf, versions } from './environment.js';
 import { USAGE, parseArgs, workloadsFor, type CompareOptions } from './options.js';
 import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
 import { medianRound, renderTable } from './table.js';
@@ -28,6 +28,7 @@ import { icLogFlags, startVela, type BrokerDebug } from './servers/vela.js';
 import { remotingClientCommand, startVelaRemoting } from './remoting-rows.js';
 import {
   TARGET_TITLES,
+  isVela,
   type ClientResult,
   type CompareReport,
   type Target,
@@ -57,13 +58,18 @@ function brokerDebug(opts: CompareOptions): BrokerDebug {
   };
 }
 
-function startServer(target: Target, opts: CompareOptions): Promise<RunningServer> {
+/** `root`: a Vela target's broker from another checkout (`--baseline`). */
+function startServer(target: Target, opts: CompareOptions, root?: string): Promise<RunningServer> {
   switch (target) {
     case 'vela-sdk':
     case 'vela-official':
-      return startVela({ label: target, ...brokerDebug(opts) });
+      return startVela({
+        label: root ? `${target}-baseline` : target,
+        ...brokerDebug(opts),
+        ...(root ? { root } : {}),
+      });
     case 'vela-remoting':
-      return startVelaRemoting(brokerDebug(opts));
+      return startVelaRemoting(brokerDebug(opts), root);
     case 'rabbitmq':
       return startRabbitMq();
     case 'nats':
@@ -295,30 +301,64 @@ async function main(): Promise<void> {
     }
     let peak = server.usage().rssBytes;
     const rounds = new Map<Workload, (WorkloadResult & { round: number })[]>();
+    let baseline: RunningServer | undefined;
+    if (opts.baselineDir && isVela(target)) {
+      log(`  and the baseline's (${opts.baselineDir}) …`);
+      try {
+        baseline = await startServer(target, opts, opts.baselineDir);
+        report.baseline ??= { dir: opts.baselineDir, revision: npmVersionOf(opts.baselineDir), rounds: [] };
+      } catch (err) {
+        log(`  the baseline could not start: ${String(err)}`);
+      }
+    }
+    /** One workload against one server; false if it failed (noted in the report). */
+    const runOne = async (workload: Workload, round: number, srv: RunningServer, isBaseline: boolean) => {
+      const spec = specFor(target, workload, srv, opts);
+      if (opts.waitIdleSeconds > 0) {
+        const others = await waitIdle(opts.waitIdleSeconds, srv);
+        if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
+      }
+      try {
+        const r = await runClient(spec, srv, opts, budgetFor(spec));
+        if (isBaseline) {
+          report.baseline!.rounds.push({ ...r, round });
+          log(`${summaryLine(r)} (baseline)`);
+          return;
+        }
+        rounds.set(workload, [...(rounds.get(workload) ?? []), { ...r, round }]);
+        peak = Math.max(peak, r.serverRssPeak);
+        log(summaryLine(r));
+        // Only worth a line when the part is long enough for a trend (a W3 soak).
+        if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
+          log(`         ${formatRssTrend(r.serverRss.trend)}`);
+        if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
+          log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
+      } catch (err) {
+        const e: WorkloadError = { target, workload, error: (err as Error).message };
+        if (isBaseline) e.error = `baseline: ${e.error}`;
+        report.errors.push(e);
+        log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
+      }
+    };
     try {
       for (let round = 1; round <= opts.repeat && !interrupted; round++) {
         if (opts.repeat > 1) log(`  round ${round} of ${opts.repeat}`);
         for (const workload of workloadsFor(target, opts.workloads)) {
           if (interrupted) break;
-          const spec = specFor(target, workload, server, opts);
-          if (opts.waitIdleSeconds > 0) {
-            const others = await waitIdle(opts.waitIdleSeconds, server);
-            if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
-          }
-          try {
-            const r = await runClient(spec, server, opts, budgetFor(spec));
-            rounds.set(workload, [...(rounds.get(workload) ?? []), { ...r, round }]);
-            peak = Math.max(peak, r.serverRssPeak);
-            log(summaryLine(r));
-            // Only worth a line when the part is long enough for a trend (a W3 soak).
-            if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
-              log(`         ${formatRssTrend(r.serverRss.trend)}`);
-            if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
-              log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
-          } catch (err) {
-            const e: WorkloadError = { target, workload, error: (err as Error).message };
-            report.errors.push(e);
-            log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
+          // With a baseline, the two go one right after the other, first one then the other first.
+          const order: [RunningServer, boolean][] = !baseline
+            ? [[server, false]]
+            : round % 2 === 1
+              ? [
+                  [server, false],
+                  [baseline, true],
+                ]
+              : [
+                  [baseline, true],
+                  [server, false],
+                ];
+          for (const [srv, isBaseline] of order) {
+            if (!interrupted) await runOne(workload, round, srv, isBaseline);
           }
         }
       }
@@ -330,6 +370,7 @@ async function main(): Promise<void> {
         if (opts.repeat > 1) (report.rounds ??= []).push(...list);
       }
       report.serverRssPeak[target] = peak;
+      await baseline?.stop();
       await server.stop();
       log(`  stopped (peak RSS ${fmtInt(peak / 1024 ** 2)} MiB)`);
     }

@@ -302,12 +302,14 @@ export function renderTable(report: CompareReport): string {
   }
   const footer = notes.lines.map((n, i) => `[${i + 1}] ${n}`);
   const spread = report.rounds ? renderSpread(report) : [];
+  const paired = renderPaired(report);
   return [
     ...header,
     '',
     ...lines,
     ...(footer.length ? ['', ...footer] : []),
     ...(spread.length ? ['', ...spread] : []),
+    ...(paired.length ? ['', ...paired] : []),
   ].join('\n');
 }
 
@@ -349,6 +351,57 @@ export function renderSpread(report: CompareReport): string[] {
         `- ${TARGET_TITLES[target]}, ${workload}: ${shown}${byLatency(workload) ? ' p99' : ' msgs/s'}` +
           (failed ? `; ${failed} more round${failed > 1 ? 's' : ''} failed` : ''),
       );
+    }
+  }
+  return lines;
+}
+
+/** The middle value (the mean of the two middle ones for an even count). */
+function median(values: readonly number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
+}
+
+/**
+ * With `--baseline`: each Vela figure of this checkout's broker divided by the baseline's in the same
+ * round (the two ran one right after the other), per round and their median. Paired rounds cancel
+ * most of the machine's drift, which moves single runs by ±25 % here.
+ */
+export function renderPaired(report: CompareReport): string[] {
+  const base = report.baseline;
+  if (!base || base.rounds.length === 0) return [];
+  const mine = report.rounds ?? report.results.map((r) => ({ ...r, round: 1 }));
+  const lines = [
+    `This checkout's broker ÷ the baseline's (${base.dir}, ${base.revision}) in the same rounds, ` +
+      "this checkout's clients for both; the median ratio, then each round's:",
+  ];
+  const perMsg = (us: number, r: WorkloadResult) => (r.ok > 0 ? us / r.ok : NaN);
+  for (const target of report.targets) {
+    for (const workload of report.workloads) {
+      const pairs: [WorkloadResult, WorkloadResult][] = [];
+      for (const b of base.rounds) {
+        if (b.target !== target || b.workload !== workload) continue;
+        const m = mine.find((r) => r.target === target && r.workload === workload && r.round === b.round);
+        if (m) pairs.push([m, b]);
+      }
+      if (pairs.length === 0) continue;
+      const figures: [string, (r: WorkloadResult) => number][] = byLatency(workload)
+        ? [
+            ['p50', (r) => r.latency?.p50 ?? NaN],
+            ['p99', (r) => r.latency?.p99 ?? NaN],
+          ]
+        : [['msgs/s', (r) => r.rate]];
+      figures.push(
+        ['broker µs/msg', (r) => perMsg(r.serverCpuUs, r)],
+        ['client µs/msg', (r) => perMsg(r.clientCpuUs, r)],
+      );
+      const parts = figures.map(([name, f]) => {
+        const ratios = pairs.map(([m, b]) => f(m) / f(b)).filter(Number.isFinite);
+        if (ratios.length === 0) return `${name} –`;
+        return `${name} ${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(' / ')})`;
+      });
+      lines.push(`- ${TARGET_TITLES[target]}, ${workload}: ${parts.join('; ')}`);
     }
   }
   return lines;

@@ -151,6 +151,8 @@ export interface CompareReport {
   results: WorkloadResult[];
   /** With `--repeat` N > 1: every round's result, in the order they ran. */
   rounds?: (WorkloadResult & { round: number })[];
+  /** With `--baseline`: the other checkout's broker, every round (the paired rounds are `rounds`, or `results` for one round). */
+  baseline?: { dir: string; revision: string; rounds: (WorkloadResult & { round: number })[] };
   errors: WorkloadError[];
   /** Peak RSS of each target's server over its whole run, bytes. */
   serverRssPeak: Partial<Record<Target, number>>;

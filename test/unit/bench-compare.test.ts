@@ -8,7 +8,7 @@ import { fmtMs, fmtRatio, percentile, perMessage, ratio, summarize } from '../..
 import { parseArgs, parseTargets, workloadSizes, workloadsFor } from '../../bench/compare/options.js';
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
-import { keptUp, medianRound, renderSpread, renderTable } from '../../bench/compare/table.js';
+import { keptUp, medianRound, renderPaired, renderSpread, renderTable } from '../../bench/compare/table.js';
 import {
   areaOf,
   busyRuns,
@@ -330,6 +330,54 @@ describe('bench:compare table', () => {
     assert.equal(parseArgs(['--repeat', '3']).repeat, 3);
     assert.equal(parseArgs([]).repeat, 1);
     assert.throws(() => parseArgs(['--repeat', '0']), /--repeat: bad value/);
+  });
+
+  test("--baseline: each figure divided by the baseline broker's in the same round, per round and the median", () => {
+    const mk = (round: number, rate: number, serverCpuUs: number, p99?: number) => ({
+      ...result({
+        target: 'vela-sdk',
+        workload: p99 === undefined ? 'w2' : 'w3a',
+        rate,
+        ok: 100_000,
+        serverCpuUs,
+        clientCpuUs: 1_000_000,
+        ...(p99 !== undefined ? { latency: { count: 1, p50: p99 / 10, p99, max: p99, mean: 1 } } : {}),
+      }),
+      round,
+    });
+    const mine = [
+      mk(1, 44_000, 1_800_000),
+      mk(2, 36_000, 2_000_000),
+      mk(1, 5000, 14_000_000, 30),
+      mk(2, 5000, 15_000_000, 60),
+    ];
+    const r = report(mine);
+    r.rounds = mine;
+    assert.deepEqual(renderPaired(r), [], 'no baseline: nothing to add');
+    r.baseline = {
+      dir: '/work/wt/base',
+      revision: '0.1.0 (0cda512)',
+      // Round 2 of W2 ran on a slower machine for both: the ratio stays near the first round's.
+      rounds: [
+        mk(1, 40_000, 2_000_000),
+        mk(2, 32_000, 2_200_000),
+        mk(1, 5000, 15_000_000, 40),
+        mk(2, 5000, 15_000_000, 50),
+      ],
+    };
+    const lines = renderPaired(r);
+    assert.match(lines[0]!, /\/work\/wt\/base, 0\.1\.0 \(0cda512\)/);
+    assert.equal(
+      lines[1],
+      '- Vela + Vela SDK, w2: msgs/s 1.11 (1.10 / 1.13); broker µs/msg 0.90 (0.90 / 0.91); client µs/msg 1.00 (1.00 / 1.00)',
+    );
+    assert.equal(
+      lines[2],
+      '- Vela + Vela SDK, w3a: p50 0.97 (0.75 / 1.20); p99 0.97 (0.75 / 1.20); broker µs/msg 0.97 (0.93 / 1.00); client µs/msg 1.00 (1.00 / 1.00)',
+    );
+    assert.match(renderTable(r), /This checkout's broker ÷ the baseline's/);
+    assert.equal(parseArgs(['--only', 'vela-sdk', '--baseline', '/tmp/b']).baselineDir, '/tmp/b');
+    assert.throws(() => parseArgs(['--only', 'rabbitmq', '--baseline', '/tmp/b']), /select a Vela target/);
   });
 
   test('keptUp: everything arrived and ≥ 95 % of the asked rate was sent and consumed', () => {

@@ -30,10 +30,15 @@ export interface BrokerDebug {
   heapSampleDir?: string;
 }
 
-/** With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. */
+/**
+ * With `remoting`, `port` is the broker's Remoting port instead of its gRPC port. With `root`, the
+ * broker of that Vela checkout (its sources and node_modules) instead of this one's.
+ */
 export async function startVela(
-  options: BrokerDebug & { label: string; remoting?: boolean },
+  options: BrokerDebug & { label: string; remoting?: boolean; root?: string },
 ): Promise<RunningServer> {
+  const root = options.root ?? fileURLToPath(new URL('../../..', import.meta.url));
+  const child = options.root ? join(options.root, 'bench/compare/servers/vela-broker-child.ts') : CHILD;
   const dir = privateDir('vela');
   const log = join(dir, 'server.log');
   // One directory per process: the main thread and tsx's loader thread each write a profile.
@@ -44,9 +49,9 @@ export async function startVela(
   const proc = new ManagedProcess(
     'vela-broker',
     process.execPath,
-    [...prof, ...icLog, '--import', 'tsx', CHILD, join(dir, 'data')],
+    [...prof, ...icLog, '--import', 'tsx', child, join(dir, 'data')],
     {
-      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+      cwd: root,
       logFile: log,
       stdoutPipe: true,
       ...(options.heapSampleDir

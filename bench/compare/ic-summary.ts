@@ -105,7 +105,7 @@ export async function summarizeIcLog(
 
 /** `prepare file:///…/src/broker/produce.ts:1:4917` → `prepare src/broker/produce.ts:1:4917`. */
 function shortName(name: string): string {
-  const short = name.replace(/file:\/\/\S*?\/((?:src|bench|node_modules)\/)/, '$1');
+  const short = name.replace(/file:\/\/\S*?\/((?:src|dist|bench|node_modules)\/)/, '$1');
   return short.startsWith(' ') ? `(anonymous)${short}` : short;
 }
 

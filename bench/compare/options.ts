@@ -38,6 +38,8 @@ export interface CompareOptions {
    * checkout's clients; the report adds each figure's ratio per round.
    */
   baselineDir?: string;
+  /** Vela's broker and SDK: the compiled dist/ users run (built first), or the sources under tsx. */
+  from: 'dist' | 'src';
   help: boolean;
 }
 
@@ -83,6 +85,10 @@ Options:
                         Vela workload, right before or after this one's (alternating), with this
                         checkout's clients, and print each figure's ratio per round: a before/after
                         that the machine's drift between runs does not swamp
+  --from dist|src       Vela's broker and SDK from the compiled dist/ that users run (built with
+                        tsc first; the default) or from the TypeScript sources under tsx (whose
+                        esbuild wraps run-time functions in __name calls; what runs before 2026-11-27
+                        used) — also what a --baseline from before that date runs
   --json                print the full report as JSON instead of the table
   --json-file FILE      also write the full report as JSON to FILE
   --render FILE         run nothing; print the table of a report saved with --json-file
@@ -192,6 +198,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let jsonFile: string | undefined;
   let render: string | undefined;
   let baselineDir: string | undefined;
+  let from: 'dist' | 'src' = 'dist';
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`);
@@ -278,6 +285,12 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--baseline':
         baselineDir = take();
         break;
+      case '--from': {
+        const raw = take();
+        if (raw !== 'dist' && raw !== 'src') throw new Error(`--from: "${raw}" is neither dist nor src`);
+        from = raw;
+        break;
+      }
       default:
         throw new Error(`unknown option "${arg}"\n\n${USAGE}`);
     }
@@ -297,6 +310,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     waitIdleSeconds,
     rssEverySeconds,
     repeat,
+    from,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(icLogDir !== undefined ? { icLogDir } : {}),
     ...(heapSampleDir !== undefined ? { heapSampleDir } : {}),

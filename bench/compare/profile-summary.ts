@@ -57,7 +57,8 @@ export function areaOf(url: string, functionName: string): string {
   const internal = /^node:internal\/([a-z_0-9]+)/.exec(url);
   if (internal) return `node:${internal[1]}`;
   if (url.startsWith('node:')) return url;
-  const vela = /\/src\/([a-z_-]+)\//.exec(url);
+  // dist/ (what bench:compare runs by default) mirrors src/: one name for both.
+  const vela = /\/(?:src|dist)\/([a-z_-]+)\//.exec(url);
   if (vela) return `vela src/${vela[1]}`;
   const bench = /\/bench\//.exec(url);
   if (bench) return 'bench harness';
@@ -242,11 +243,11 @@ export function formatSelfCosts(c: ReturnType<typeof compareSelfCosts>, top: num
   ].join('\n');
 }
 
-/** `name file:line`, with the path cut to start at node_modules/ (a library), or src/ or bench/. */
+/** `name file:line`, with the path cut to start at node_modules/ (a library), or src/, dist/ or bench/. */
 export function frameName(f: ProfileNode['callFrame']): string {
   const path = f.url.replace(/^file:\/\//, '');
   const lib = path.indexOf('/node_modules/');
-  const file = lib >= 0 ? path.slice(lib + 1) : path.replace(/^.*\/(src|bench)\//, '$1/');
+  const file = lib >= 0 ? path.slice(lib + 1) : path.replace(/^.*\/(src|dist|bench)\//, '$1/');
   return `${f.functionName || '(anonymous)'} ${file ? `${file}:${f.lineNumber + 1}` : ''}`.trim();
 }
 

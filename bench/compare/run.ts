@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensurePackages, machineInfo, npmVersionOf, versions } from './environment.js';
+import { VELA_FROM_ENV, buildDist } from './vela-from.js';
 import { USAGE, parseArgs, workloadsFor, type CompareOptions } from './options.js';
 import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
 import { medianRound, renderTable } from './table.js';
@@ -281,6 +282,15 @@ async function main(): Promise<void> {
   log(`${report.machine.cores} × ${report.machine.cpuModel}, load ${report.machine.loadAverageAtStart}`);
   ensurePackages(opts.targets, opts.install, log);
   report.versions = versions(opts.targets);
+  if (opts.targets.some(isVela)) {
+    report.velaFrom = opts.from;
+    process.env[VELA_FROM_ENV] = opts.from; // read by the broker child and the client children
+    if (opts.from === 'dist') {
+      log('building dist/ (Vela is measured as users run it) …');
+      buildDist(ROOT);
+      if (opts.baselineDir) buildDist(opts.baselineDir);
+    }
+  }
 
   for (const target of opts.targets) {
     if (interrupted) break;

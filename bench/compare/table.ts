@@ -288,7 +288,12 @@ export function renderTable(report: CompareReport): string {
     `Command: \`${report.command}\``,
     `Versions: ${Object.entries(report.versions)
       .map(([k, v]) => `${k} ${v}`)
-      .join(', ')}.`,
+      .join(', ')}.` +
+      (report.velaFrom === 'src'
+        ? ' Vela ran from its TypeScript sources (tsx), not the compiled dist/.'
+        : report.velaFrom === 'dist'
+          ? ' Vela ran from the compiled dist/ (as `npm start` and the SDK package).'
+          : ''),
     '↑ higher is better, ↓ lower is better; ratios are Vela ÷ peer. Figures in parentheses are what a ' +
       'Vela-only row is compared with.',
   ];

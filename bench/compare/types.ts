@@ -149,6 +149,8 @@ export interface CompareReport {
   workloads: Workload[];
   /** One result per target and workload: with `--repeat`, its median round (`medianRound`). */
   results: WorkloadResult[];
+  /** Where Vela's broker and SDK were loaded from (`--from`): the compiled dist/ or the sources. */
+  velaFrom?: 'dist' | 'src';
   /** With `--repeat` N > 1: every round's result, in the order they ran. */
   rounds?: (WorkloadResult & { round: number })[];
   /** With `--baseline`: the other checkout's broker, every round (the paired rounds are `rounds`, or `results` for one round). */

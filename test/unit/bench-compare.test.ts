@@ -377,6 +377,14 @@ describe('bench:compare table', () => {
     );
     assert.match(renderTable(r), /This checkout's broker ÷ the baseline's/);
     assert.equal(parseArgs(['--only', 'vela-sdk', '--baseline', '/tmp/b']).baselineDir, '/tmp/b');
+    // Vela as users run it (dist/) unless asked for the sources; the table says which.
+    assert.equal(parseArgs([]).from, 'dist');
+    assert.equal(parseArgs(['--from', 'src']).from, 'src');
+    assert.throws(() => parseArgs(['--from', 'lib']), /--from: "lib" is neither dist nor src/);
+    r.velaFrom = 'src';
+    assert.match(renderTable(r), /Vela ran from its TypeScript sources \(tsx\), not the compiled dist\//);
+    r.velaFrom = 'dist';
+    assert.match(renderTable(r), /Vela ran from the compiled dist\//);
     assert.throws(() => parseArgs(['--only', 'rabbitmq', '--baseline', '/tmp/b']), /select a Vela target/);
   });
 
@@ -493,6 +501,7 @@ describe('bench:compare profile summary', () => {
     assert.equal(areaOf('node:internal/http2/core', 'x'), 'node:http2');
     assert.equal(areaOf('file:///a/node_modules/protobufjs/src/writer.js', 'x'), 'protobufjs');
     assert.equal(areaOf('file:///a/src/store/message-store.ts', 'x'), 'vela src/store');
+    assert.equal(areaOf('file:///a/dist/store/message-store.js', 'x'), 'vela src/store', 'dist/ mirrors src/');
     assert.equal(areaOf('', '(program)'), 'V8 / native (program)');
     assert.equal(areaOf('', 'writeBuffers'), 'native: writeBuffers');
   });

@@ -8,15 +8,21 @@ import {
   PushConsumer as OfficialPushConsumer,
   ConsumeResult as OfficialConsumeResult,
 } from 'rocketmq-client-nodejs';
-import { Admin, ConsumeResult, Producer, PullConsumer, PushConsumer } from '../../../src/index.js';
+import type * as VelaSdk from '../../../src/index.js';
+import { velaFrom } from '../vela-from.js';
 import { type OnMessage, type Peer, type Sender, type Subscription } from './peer.js';
+
+// The SDK as its users get it (the package's compiled dist/) unless asked for the sources.
+const { Admin, ConsumeResult, Producer, PullConsumer, PushConsumer } = (await import(
+  velaFrom() === 'src' ? '../../../src/index.js' : '../../../dist/index.js'
+)) as typeof VelaSdk;
 
 /** The official client logs to ~/logs/rocketmq by default; keep it quiet. */
 const quiet = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
 
 class VelaBase {
   protected readonly endpoints: string;
-  protected readonly admin: Admin;
+  protected readonly admin: VelaSdk.Admin;
 
   constructor(port: number, adminPort: number) {
     this.endpoints = `127.0.0.1:${port}`;

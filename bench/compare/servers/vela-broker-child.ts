@@ -6,11 +6,18 @@
  * `VELA_COMPARE_HEAP_SAMPLE=<file>` (`bench:compare --heap-sample DIR`): from READY until SIGTERM, V8's
  * sampling heap profiler records the allocations that outlived two young-generation collections
  * (those collected by a full GC, and those still alive at the end), written to that file on SIGTERM.
+ * `VELA_COMPARE_FROM=src`: the broker from its TypeScript sources instead of the compiled dist/.
  */
 import { writeFileSync } from 'node:fs';
 import type { HeapProfiler } from 'node:inspector';
 import { Session } from 'node:inspector/promises';
-import { startBroker } from '../../../src/server.js';
+import type * as VelaServer from '../../../src/server.js';
+import { velaFrom } from '../vela-from.js';
+
+// The broker users run (dist/, built by bench:compare) unless asked for the sources.
+const { startBroker } = (await import(
+  velaFrom() === 'src' ? '../../../src/server.js' : '../../../dist/server.js'
+)) as typeof VelaServer;
 
 const dataDir = process.argv[2];
 if (!dataDir) {

@@ -5,6 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { startBroker, type RunningBroker, type StartBrokerOptions } from '../../src/server.js';
+import { GrpcServer, type GrpcServerOptions } from '../../src/protocol/transport/h2-server.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { tempDir, sleep } from '../helpers.js';
 
 export interface TestBroker {
@@ -105,3 +107,20 @@ export async function closeAll(): Promise<void> {
  * real-time tests only bound lateness loosely. Early is never allowed.
  */
 export const LOADED_SLACK_MS = 1000;
+
+/** The gRPC transport alone on 127.0.0.1 (register methods, then `listen(0)`), with roomy limits unless told. */
+export function testGrpcServer(limits: Partial<GrpcServerOptions['limits']> = {}): GrpcServer {
+  return new GrpcServer({
+    host: '127.0.0.1',
+    limits: {
+      maxMessageBytes: 1 << 20,
+      maxConcurrentStreams: 100,
+      maxConnectionInboundBytes: 1 << 24,
+      maxInboundBytes: 1 << 26,
+      maxConnectionOutboundBytes: 1 << 24,
+      ...limits,
+    },
+    keepalive: { intervalMs: 0, timeoutMs: 0 },
+    logger: silentLogger(),
+  });
+}

@@ -7,10 +7,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
-import { GrpcServer } from '../../src/protocol/transport/h2-server.js';
+import { testGrpcServer } from '../support/harness.js';
+import type { GrpcServer } from '../../src/protocol/transport/h2-server.js';
 import type { ServerCall } from '../../src/protocol/transport/server-call.js';
 import { frameMessage, GrpcStatus } from '../../src/protocol/transport/grpc-wire.js';
-import { silentLogger } from '../../src/common/logger.js';
 
 const ANSWER_BYTES = 3 * 1024;
 let server: GrpcServer;
@@ -19,18 +19,9 @@ const cancelled: ServerCall[] = [];
 let port: number;
 
 before(async () => {
-  server = new GrpcServer({
-    host: '127.0.0.1',
-    limits: {
-      maxMessageBytes: 1 << 20,
-      maxConcurrentStreams: 100,
-      maxConnectionInboundBytes: 1 << 24,
-      maxInboundBytes: 1 << 26,
-      // Less than two answers: a second call is refused while the first answer is still counted.
-      maxConnectionOutboundBytes: 4 * 1024,
-    },
-    keepalive: { intervalMs: 0, timeoutMs: 0 },
-    logger: silentLogger(),
+  server = testGrpcServer({
+    // Less than two answers: a second call is refused while the first answer is still counted.
+    maxConnectionOutboundBytes: 4 * 1024,
   });
   server.register('/t.T/Big', {
     kind: 'unary',

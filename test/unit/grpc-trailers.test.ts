@@ -7,27 +7,16 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
-import { GrpcServer } from '../../src/protocol/transport/h2-server.js';
+import { testGrpcServer } from '../support/harness.js';
+import type { GrpcServer } from '../../src/protocol/transport/h2-server.js';
 import { frameMessage, GrpcStatus } from '../../src/protocol/transport/grpc-wire.js';
 import { nativeTrailers, resetTrailersPath, sendTrailersNow } from '../../src/protocol/transport/trailers.js';
-import { silentLogger } from '../../src/common/logger.js';
 
 let server: GrpcServer;
 let port: number;
 
 before(async () => {
-  server = new GrpcServer({
-    host: '127.0.0.1',
-    limits: {
-      maxMessageBytes: 1 << 20,
-      maxConcurrentStreams: 100,
-      maxConnectionInboundBytes: 1 << 24,
-      maxInboundBytes: 1 << 26,
-      maxConnectionOutboundBytes: 1 << 24,
-    },
-    keepalive: { intervalMs: 0, timeoutMs: 0 },
-    logger: silentLogger(),
-  });
+  server = testGrpcServer();
   // Echo: answers the request's bytes.
   server.register('/t.T/Echo', { kind: 'unary', onRequest: (call, m) => call.sendUnary(m) });
   // Two messages, then a failure status with a message that needs percent-encoding.

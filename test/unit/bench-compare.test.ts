@@ -501,7 +501,11 @@ describe('bench:compare profile summary', () => {
     assert.equal(areaOf('node:internal/http2/core', 'x'), 'node:http2');
     assert.equal(areaOf('file:///a/node_modules/protobufjs/src/writer.js', 'x'), 'protobufjs');
     assert.equal(areaOf('file:///a/src/store/message-store.ts', 'x'), 'vela src/store');
-    assert.equal(areaOf('file:///a/dist/store/message-store.js', 'x'), 'vela src/store', 'dist/ mirrors src/');
+    assert.equal(
+      areaOf('file:///a/dist/store/message-store.js', 'x'),
+      'vela src/store',
+      'dist/ mirrors src/',
+    );
     assert.equal(areaOf('', '(program)'), 'V8 / native (program)');
     assert.equal(areaOf('', 'writeBuffers'), 'native: writeBuffers');
   });

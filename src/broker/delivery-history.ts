@@ -10,9 +10,9 @@
  * small objects made the garbage collector's old-generation work the largest cost of a delivery
  * (bench/broker-cpu.ts). The columns are allocated whole up front, and message ids in RocketMQ's
  * form (upper-case hex) are kept as bytes: a string kept per delivery would outlive the young
- * generation and fill the old one, whose collections are the broker's longest pauses. A delivery in flight also has an entry in a map of the deliveries not yet
- * settled (as large as what is in flight); finding a message's deliveries scans the ring, which only
- * the console does. Nothing here is persisted: after a restart the history starts empty.
+ * generation and fill the old one, whose collections are the broker's longest pauses. A delivery
+ * in flight also has an entry in a map of the deliveries not yet settled (as large as what is in
+ * flight); finding a message's deliveries scans the ring, which only the console does. Nothing here is persisted: after a restart the history starts empty.
  */
 
 import type { DeliveryNext, DeliveryOutcome, DeliveryRecord } from '../common/admin-api.js';
@@ -267,11 +267,10 @@ export class DeliveryHistory {
   private idOf(i: number): string {
     const n = this.idLength[i]!;
     if (n === 0) return this.messageId[i]!;
-    const bytes = this.idBytes;
     const at = i * (MAX_HEX_ID / 2);
-    let id = '';
-    for (let k = 0; k < n / 2; k++) id += HEX[bytes[at + k]! >> 4]! + HEX[bytes[at + k]! & 15]!;
-    return id;
+    return Buffer.from(this.idBytes.buffer, this.idBytes.byteOffset + at, n / 2)
+      .toString('hex')
+      .toUpperCase();
   }
 
   /** The slot's delivery leaves the ring while still open: drop it from the open map. */

@@ -1,0 +1,314 @@
+/**
+ * HPACK (RFC 7541), the header compression of HTTP/2: a decoder for the header blocks a peer sends (with
+ * its dynamic table) and a stateless encoder for the blocks we send.
+ *
+ * The encoder never adds to the dynamic table, so it is right for any SETTINGS_HEADER_TABLE_SIZE the
+ * peer sets (even 0) and one encoder serves every connection; constant blocks can be encoded once.
+ * Strings are latin1 both ways: byte 0xe9 is 'é', and the encoder refuses a character above U+00FF.
+ */
+import { HpackError } from './hpack-error.js';
+import { huffmanDecode, huffmanEncode, huffmanLength } from './hpack-huffman.js';
+import { STATIC_TABLE } from './hpack-tables.js';
+
+export { HpackError } from './hpack-error.js';
+
+/** The fields of one header block. */
+export interface DecodedHeaders {
+  /** Name (as sent: the connection checks case) → value; a repeated name's values joined with ', ' ('; ' for cookie). Null prototype. */
+  fields: Record<string, string>;
+  /** The header list passed maxHeaderListSize: fields stops growing, the stream is to be refused. */
+  tooLarge: boolean;
+}
+
+export interface HpackDecoderOptions {
+  /** The SETTINGS_HEADER_TABLE_SIZE we advertise: the largest table a size update may ask for. */
+  maxTableSize?: number;
+  /** The largest header list kept, counted as RFC 9113 does: name + value + 32 octets per field. */
+  maxHeaderListSize?: number;
+}
+
+const STATIC_COUNT = STATIC_TABLE.length;
+const ENTRY_OVERHEAD = 32; // §4.1, and RFC 9113's SETTINGS_MAX_HEADER_LIST_SIZE
+
+/** Decodes the header blocks of one connection, in order (the dynamic table carries over). */
+export class HpackDecoder {
+  readonly maxTableSize: number;
+  readonly maxHeaderListSize: number;
+  /** The table's current limit: maxTableSize until the peer's encoder sends a size update. */
+  private limit: number;
+  private size = 0;
+  // The dynamic table, a ring: entry 1 (the newest) is at `first`, entry k at (first + k - 1) & mask.
+  private names: string[] = new Array<string>(16).fill('');
+  private values: string[] = new Array<string>(16).fill('');
+  private mask = 15;
+  private first = 0;
+  private count = 0;
+  // The block being decoded.
+  private block: Buffer = Buffer.alloc(0);
+  private pos = 0;
+
+  constructor(opts: HpackDecoderOptions = {}) {
+    this.maxTableSize = opts.maxTableSize ?? 4096;
+    this.maxHeaderListSize = opts.maxHeaderListSize ?? 64 * 1024;
+    this.limit = this.maxTableSize;
+  }
+
+  /** The dynamic table's size in octets (§4.1). */
+  get tableSize(): number {
+    return this.size;
+  }
+
+  /** The dynamic table, newest entry first (for tests and diagnostics). */
+  tableEntries(): [name: string, value: string][] {
+    const out: [string, string][] = [];
+    for (let k = 0; k < this.count; k++) {
+      const slot = (this.first + k) & this.mask;
+      out.push([this.names[slot]!, this.values[slot]!]);
+    }
+    return out;
+  }
+
+  /** Decodes one complete header block (HEADERS + CONTINUATION payloads); throws HpackError if malformed. */
+  decode(block: Buffer): DecodedHeaders {
+    this.block = block;
+    this.pos = 0;
+    const fields = Object.create(null) as Record<string, string>;
+    let listSize = 0;
+    let tooLarge = false;
+    let sawField = false;
+    while (this.pos < block.length) {
+      const byte = block[this.pos]!;
+      let name: string;
+      let value: string;
+      if (byte & 0x80) {
+        // §6.1 indexed field
+        const index = this.integer(7);
+        name = this.nameAt(index);
+        value = this.valueAt(index);
+      } else if (byte & 0x40) {
+        // §6.2.1 literal with incremental indexing
+        const index = this.integer(6);
+        name = index === 0 ? this.string() : this.nameAt(index);
+        value = this.string();
+        this.insert(name, value);
+      } else if (byte & 0x20) {
+        // §6.3 dynamic table size update: only before the block's first field (§4.2)
+        if (sawField) throw new HpackError('dynamic table size update after a header field');
+        const size = this.integer(5);
+        if (size > this.maxTableSize) {
+          throw new HpackError(`dynamic table size update to ${size} > ${this.maxTableSize}`);
+        }
+        this.limit = size;
+        this.evictTo(size);
+        continue;
+      } else {
+        // §6.2.2 literal without indexing (0000), §6.2.3 never indexed (0001)
+        const index = this.integer(4);
+        name = index === 0 ? this.string() : this.nameAt(index);
+        value = this.string();
+      }
+      sawField = true;
+      if (tooLarge) continue;
+      listSize += name.length + value.length + ENTRY_OVERHEAD;
+      if (listSize > this.maxHeaderListSize) {
+        tooLarge = true;
+        continue;
+      }
+      const previous = fields[name];
+      fields[name] = previous === undefined ? value : previous + (name === 'cookie' ? '; ' : ', ') + value;
+    }
+    this.block = EMPTY;
+    return { fields, tooLarge };
+  }
+
+  /** §5.1: an integer with an N-bit prefix; values over 32 bits (or padded past 5 extra bytes) are refused. */
+  private integer(prefixBits: number): number {
+    const block = this.block;
+    let pos = this.pos;
+    if (pos >= block.length) throw new HpackError('header block truncated');
+    const max = (1 << prefixBits) - 1;
+    let value = block[pos++]! & max;
+    if (value === max) {
+      for (let shift = 0; ; shift += 7) {
+        if (shift > 28) throw new HpackError('integer encoding too long');
+        if (pos >= block.length) throw new HpackError('header block truncated in an integer');
+        const byte = block[pos++]!;
+        value += (byte & 0x7f) * 2 ** shift;
+        if (value > 0xffffffff) throw new HpackError('integer overflow');
+        if ((byte & 0x80) === 0) break;
+      }
+    }
+    this.pos = pos;
+    return value;
+  }
+
+  /** §5.2: a string literal, raw or Huffman-coded, as latin1. */
+  private string(): string {
+    const huffman = (this.block[this.pos]! & 0x80) !== 0; // integer() checks pos is in the block
+    const length = this.integer(7);
+    const start = this.pos;
+    const end = start + length;
+    if (end > this.block.length) throw new HpackError('string literal runs past the header block');
+    this.pos = end;
+    return huffman ? huffmanDecode(this.block, start, end) : this.block.toString('latin1', start, end);
+  }
+
+  private slotOf(index: number): number {
+    if (index === 0 || index > STATIC_COUNT + this.count) {
+      throw new HpackError(`header table index ${index} out of range (${STATIC_COUNT + this.count} entries)`);
+    }
+    return (this.first + index - STATIC_COUNT - 1) & this.mask;
+  }
+
+  private nameAt(index: number): string {
+    if (index !== 0 && index <= STATIC_COUNT) return STATIC_TABLE[index - 1]![0];
+    return this.names[this.slotOf(index)]!;
+  }
+
+  private valueAt(index: number): string {
+    if (index !== 0 && index <= STATIC_COUNT) return STATIC_TABLE[index - 1]![1];
+    return this.values[this.slotOf(index)]!;
+  }
+
+  /** §4.4: evict from the oldest until the entry fits; one larger than the whole table empties it. */
+  private insert(name: string, value: string): void {
+    const size = name.length + value.length + ENTRY_OVERHEAD;
+    if (size > this.limit) {
+      this.evictTo(0);
+      return;
+    }
+    this.evictTo(this.limit - size);
+    if (this.count > this.mask) this.grow();
+    this.first = (this.first - 1) & this.mask;
+    this.names[this.first] = name;
+    this.values[this.first] = value;
+    this.count++;
+    this.size += size;
+  }
+
+  private evictTo(size: number): void {
+    while (this.size > size) {
+      const slot = (this.first + this.count - 1) & this.mask;
+      this.size -= this.names[slot]!.length + this.values[slot]!.length + ENTRY_OVERHEAD;
+      this.names[slot] = '';
+      this.values[slot] = '';
+      this.count--;
+    }
+  }
+
+  private grow(): void {
+    const entries = this.tableEntries();
+    const capacity = (this.mask + 1) * 2;
+    this.names = new Array<string>(capacity).fill('');
+    this.values = new Array<string>(capacity).fill('');
+    entries.forEach(([name, value], k) => {
+      this.names[k] = name;
+      this.values[k] = value;
+    });
+    this.mask = capacity - 1;
+    this.first = 0;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+export interface HpackEncoderOptions {
+  /** Huffman-code a string when that is strictly shorter (default true); false sends every string raw. */
+  huffman?: boolean;
+}
+
+/** name → its first static index, and value → index for the entries with that name. */
+const STATIC_BY_NAME = new Map<string, { index: number; values: Map<string, number> }>();
+STATIC_TABLE.forEach(([name, value], i) => {
+  let entry = STATIC_BY_NAME.get(name);
+  if (entry === undefined) STATIC_BY_NAME.set(name, (entry = { index: i + 1, values: new Map() }));
+  if (value !== '') entry.values.set(value, i + 1);
+});
+
+/**
+ * Encodes header blocks without a dynamic table: a field in the static table is indexed, a name in it is
+ * referenced from a literal without indexing, any other field is a literal without indexing. Names must
+ * be lower-case (HTTP/2 requires it; the encoder does not change them).
+ */
+export class HpackEncoder {
+  private readonly huffman: boolean;
+  private scratch = Buffer.allocUnsafe(4096);
+
+  constructor(opts: HpackEncoderOptions = {}) {
+    this.huffman = opts.huffman ?? true;
+  }
+
+  encode(fields: Iterable<readonly [string, string]> | Record<string, string>): Buffer {
+    let pos = 0;
+    for (const [name, value] of entriesOf(fields)) {
+      const most = 16 + name.length + value.length; // three integers of ≤ 5 bytes, then the strings
+      if (pos + most > this.scratch.length) {
+        const bigger = Buffer.allocUnsafe(Math.max(this.scratch.length * 2, pos + most));
+        this.scratch.copy(bigger, 0, 0, pos);
+        this.scratch = bigger;
+      }
+      const out = this.scratch;
+      const known = STATIC_BY_NAME.get(name);
+      const index = known?.values.get(value);
+      if (index !== undefined) {
+        pos = writeInteger(out, pos, 0x80, 7, index);
+      } else if (known !== undefined) {
+        pos = writeInteger(out, pos, 0x00, 4, known.index);
+        pos = this.writeString(out, pos, value);
+      } else {
+        out[pos++] = 0x00;
+        pos = this.writeString(out, pos, name);
+        pos = this.writeString(out, pos, value);
+      }
+    }
+    return Buffer.from(this.scratch.subarray(0, pos));
+  }
+
+  private writeString(out: Buffer, pos: number, text: string): number {
+    for (let i = 0; i < text.length; i++) {
+      if (text.charCodeAt(i) > 0xff) {
+        throw new RangeError(`header string has a character above U+00FF at ${i}: ${JSON.stringify(text)}`);
+      }
+    }
+    if (this.huffman) {
+      const length = huffmanLength(text);
+      if (length < text.length) return huffmanEncode(text, out, writeInteger(out, pos, 0x80, 7, length));
+    }
+    pos = writeInteger(out, pos, 0x00, 7, text.length);
+    return pos + out.write(text, pos, 'latin1');
+  }
+}
+
+/** Encodes one header block with a default HpackEncoder (for blocks computed once and reused). */
+export function encodeHeaderBlock(
+  fields: Iterable<readonly [string, string]> | Record<string, string>,
+): Buffer {
+  return defaultEncoder.encode(fields);
+}
+
+const defaultEncoder = new HpackEncoder();
+
+function entriesOf(
+  fields: Iterable<readonly [string, string]> | Record<string, string>,
+): Iterable<readonly [string, string]> {
+  return Symbol.iterator in fields
+    ? (fields as Iterable<readonly [string, string]>)
+    : Object.entries(fields as Record<string, string>);
+}
+
+/** §5.1: `value` with an N-bit prefix in a first byte that also carries `flags`. */
+function writeInteger(out: Buffer, pos: number, flags: number, prefixBits: number, value: number): number {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) {
+    out[pos++] = flags | value;
+    return pos;
+  }
+  out[pos++] = flags | max;
+  value -= max;
+  while (value >= 0x80) {
+    out[pos++] = (value & 0x7f) | 0x80;
+    value >>>= 7;
+  }
+  out[pos++] = value;
+  return pos;
+}

@@ -1,20 +1,22 @@
 /**
  * The HPACK Huffman code (RFC 7541 §5.2, Appendix B): a table-driven decoder and an encoder.
  *
- * The decoder is a state machine that reads 4 bits at a time (as nghttp2's does). A state is an internal
- * node of the code tree (256 of them); DECODE[state * 16 + nibble] packs the next state, the symbol
- * completed along the way (at most one: no code is shorter than 5 bits) and two flags: FAIL when the
- * nibble completes EOS, and ACCEPT when the bits since the last symbol may end the string (up to 7
- * ones, a prefix of EOS: §5.2's padding).
+ * The decoder is a state machine that reads a byte at a time. A state is an internal node of the code
+ * tree (256 of them: the bits read since the last whole symbol); DECODE[state * 256 + byte] packs the
+ * next state, the symbols completed along the way (at most two, no code being shorter than 5 bits) and
+ * two flags: FAIL when the byte completes EOS, and ACCEPT when the bits since the last symbol may end
+ * the string (up to 7 ones, a prefix of EOS: §5.2's padding). 64 Ki entries of 4 bytes, built on first use.
  */
 import { HpackError } from './hpack-error.js';
 import { HUFFMAN_BITS, HUFFMAN_CODES, HUFFMAN_EOS } from './hpack-tables.js';
 
-const EMIT = 1 << 16;
-const ACCEPT = 1 << 17;
-const FAIL = 1 << 18;
+// An entry: next state in bits 0-7, first symbol 8-15, second symbol 16-23, then these.
+const ONE = 1 << 24;
+const TWO = 1 << 25;
+const ACCEPT = 1 << 26;
+const FAIL = 1 << 27;
 
-const DECODE: Uint32Array = buildDecoder();
+let DECODE: Uint32Array | undefined; // built by the first decode (~5 ms)
 
 function buildDecoder(): Uint32Array {
   // The code tree: child[node * 2 + bit] is an internal node (> 0) or a leaf, ~symbol (< 0).
@@ -34,25 +36,25 @@ function buildDecoder(): Uint32Array {
   const accepting = new Set<number>([0]);
   for (let node = 0, depth = 1; depth <= 7; depth++) accepting.add((node = child[node * 2 + 1]!));
 
-  const table = new Uint32Array(256 * 16);
+  const table = new Uint32Array(256 * 256);
   for (let state = 0; state < nodes; state++) {
-    for (let nibble = 0; nibble < 16; nibble++) {
+    for (let byte = 0; byte < 256; byte++) {
       let node = state;
       let entry = 0;
-      for (let bit = 3; bit >= 0; bit--) {
-        const next = child[node * 2 + ((nibble >> bit) & 1)]!;
+      for (let bit = 7; bit >= 0; bit--) {
+        const next = child[node * 2 + ((byte >> bit) & 1)]!;
         if (next >= 0) {
           node = next;
         } else if (~next === HUFFMAN_EOS) {
           entry = FAIL;
           break;
         } else {
-          entry = EMIT | (~next << 8);
+          entry = entry & ONE ? entry | TWO | (~next << 16) : ONE | (~next << 8);
           node = 0;
         }
       }
       if (entry !== FAIL) entry |= node | (accepting.has(node) ? ACCEPT : 0);
-      table[state * 16 + nibble] = entry;
+      table[state * 256 + byte] = entry;
     }
   }
   return table;
@@ -60,29 +62,39 @@ function buildDecoder(): Uint32Array {
 
 let scratch = Buffer.allocUnsafe(1024);
 
+/** buf.toString('latin1', start, end) without its argument checks: Buffer's own latin1Slice (since Node 0.x). */
+export function latin1(buf: Buffer, start: number, end: number): string {
+  return (buf as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice(start, end);
+}
+
 /** Decodes src[start, end) as a Huffman string of latin1 characters; throws HpackError if malformed. */
 export function huffmanDecode(src: Buffer, start: number, end: number): string {
   const most = Math.ceil(((end - start) * 8) / 5);
   if (scratch.length < most) scratch = Buffer.allocUnsafe(Math.max(most, scratch.length * 2));
   const out = scratch;
+  const table = (DECODE ??= buildDecoder());
   let n = 0;
   let entry = ACCEPT;
   for (let i = start; i < end; i++) {
-    const byte = src[i]!;
-    const high = DECODE[((entry & 0xff) << 4) | (byte >> 4)]!;
-    if (high & EMIT) out[n++] = (high >> 8) & 0xff;
-    entry = DECODE[((high & 0xff) << 4) | (byte & 0xf)]!;
-    if (entry & EMIT) out[n++] = (entry >> 8) & 0xff;
-    if ((high | entry) & FAIL) throw new HpackError('Huffman string contains EOS');
+    entry = table[((entry & 0xff) << 8) | src[i]!]!;
+    if (entry & (ONE | FAIL)) {
+      if (entry & FAIL) throw new HpackError('Huffman string contains EOS');
+      out[n++] = entry >> 8;
+      if (entry & TWO) out[n++] = entry >> 16;
+    }
   }
   if ((entry & ACCEPT) === 0) throw new HpackError('Huffman string has bad padding');
-  return out.toString('latin1', 0, n);
+  return latin1(out, 0, n);
 }
 
-/** The Huffman length in bytes of a string of latin1 characters (the caller checks they are ≤ U+00FF). */
+/** The Huffman length in bytes of a string of latin1 characters, or -1 if one is above U+00FF. */
 export function huffmanLength(text: string): number {
   let bits = 0;
-  for (let i = 0; i < text.length; i++) bits += HUFFMAN_BITS[text.charCodeAt(i)]!;
+  for (let i = 0; i < text.length; i++) {
+    const symbol = text.charCodeAt(i);
+    if (symbol > 0xff) return -1;
+    bits += HUFFMAN_BITS[symbol]!;
+  }
   return (bits + 7) >> 3;
 }
 

@@ -7,7 +7,7 @@
  * Strings are latin1 both ways: byte 0xe9 is 'é', and the encoder refuses a character above U+00FF.
  */
 import { HpackError } from './hpack-error.js';
-import { huffmanDecode, huffmanEncode, huffmanLength } from './hpack-huffman.js';
+import { huffmanDecode, huffmanEncode, huffmanLength, latin1 } from './hpack-huffman.js';
 import { STATIC_TABLE } from './hpack-tables.js';
 
 export { HpackError } from './hpack-error.js';
@@ -72,7 +72,8 @@ export class HpackDecoder {
   decode(block: Buffer): DecodedHeaders {
     this.block = block;
     this.pos = 0;
-    const fields = Object.create(null) as Record<string, string>;
+    // Null prototype, yet fast properties: V8 keeps Object.create(null) objects as hash tables (slower to fill).
+    const fields = Object.setPrototypeOf({}, null) as Record<string, string>;
     let listSize = 0;
     let tooLarge = false;
     let sawField = false;
@@ -150,7 +151,7 @@ export class HpackDecoder {
     const end = start + length;
     if (end > this.block.length) throw new HpackError('string literal runs past the header block');
     this.pos = end;
-    return huffman ? huffmanDecode(this.block, start, end) : this.block.toString('latin1', start, end);
+    return huffman ? huffmanDecode(this.block, start, end) : latin1(this.block, start, end);
   }
 
   private slotOf(index: number): number {
@@ -233,49 +234,57 @@ STATIC_TABLE.forEach(([name, value], i) => {
 export class HpackEncoder {
   private readonly huffman: boolean;
   private scratch = Buffer.allocUnsafe(4096);
+  private pos = 0;
 
   constructor(opts: HpackEncoderOptions = {}) {
     this.huffman = opts.huffman ?? true;
   }
 
+  /** Encodes a list of fields, or a record's own enumerable properties, in order. */
   encode(fields: Iterable<readonly [string, string]> | Record<string, string>): Buffer {
-    let pos = 0;
-    for (const [name, value] of entriesOf(fields)) {
-      const most = 16 + name.length + value.length; // three integers of ≤ 5 bytes, then the strings
-      if (pos + most > this.scratch.length) {
-        const bigger = Buffer.allocUnsafe(Math.max(this.scratch.length * 2, pos + most));
-        this.scratch.copy(bigger, 0, 0, pos);
-        this.scratch = bigger;
-      }
-      const out = this.scratch;
-      const known = STATIC_BY_NAME.get(name);
-      const index = known?.values.get(value);
-      if (index !== undefined) {
-        pos = writeInteger(out, pos, 0x80, 7, index);
-      } else if (known !== undefined) {
-        pos = writeInteger(out, pos, 0x00, 4, known.index);
-        pos = this.writeString(out, pos, value);
-      } else {
-        out[pos++] = 0x00;
-        pos = this.writeString(out, pos, name);
-        pos = this.writeString(out, pos, value);
-      }
+    this.pos = 0;
+    if (Symbol.iterator in fields) {
+      for (const [name, value] of fields as Iterable<readonly [string, string]>) this.field(name, value);
+    } else {
+      const record = fields as Record<string, string>;
+      for (const name in record) this.field(name, record[name]!);
     }
-    return Buffer.from(this.scratch.subarray(0, pos));
+    const block = Buffer.allocUnsafe(this.pos);
+    this.scratch.copy(block, 0, 0, this.pos);
+    return block;
+  }
+
+  private field(name: string, value: string): void {
+    const most = 16 + name.length + value.length; // three integers of ≤ 5 bytes, then the strings
+    if (this.pos + most > this.scratch.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.scratch.length * 2, this.pos + most));
+      this.scratch.copy(bigger, 0, 0, this.pos);
+      this.scratch = bigger;
+    }
+    const out = this.scratch;
+    const known = STATIC_BY_NAME.get(name);
+    const index = known?.values.get(value);
+    if (index !== undefined) {
+      this.pos = writeInteger(out, this.pos, 0x80, 7, index);
+    } else if (known !== undefined) {
+      this.pos = this.writeString(out, writeInteger(out, this.pos, 0x00, 4, known.index), value);
+    } else {
+      out[this.pos] = 0x00;
+      this.pos = this.writeString(out, this.writeString(out, this.pos + 1, name), value);
+    }
   }
 
   private writeString(out: Buffer, pos: number, text: string): number {
-    for (let i = 0; i < text.length; i++) {
-      if (text.charCodeAt(i) > 0xff) {
-        throw new RangeError(`header string has a character above U+00FF at ${i}: ${JSON.stringify(text)}`);
-      }
-    }
-    if (this.huffman) {
-      const length = huffmanLength(text);
-      if (length < text.length) return huffmanEncode(text, out, writeInteger(out, pos, 0x80, 7, length));
+    const length = huffmanLength(text);
+    if (length < 0)
+      throw new RangeError(`header string has a character above U+00FF: ${JSON.stringify(text)}`);
+    if (this.huffman && length < text.length) {
+      return huffmanEncode(text, out, writeInteger(out, pos, 0x80, 7, length));
     }
     pos = writeInteger(out, pos, 0x00, 7, text.length);
-    return pos + out.write(text, pos, 'latin1');
+    if (text.length > 32) return pos + out.write(text, pos, 'latin1');
+    for (let i = 0; i < text.length; i++) out[pos++] = text.charCodeAt(i); // short: cheaper than a write()
+    return pos;
   }
 }
 
@@ -287,14 +296,6 @@ export function encodeHeaderBlock(
 }
 
 const defaultEncoder = new HpackEncoder();
-
-function entriesOf(
-  fields: Iterable<readonly [string, string]> | Record<string, string>,
-): Iterable<readonly [string, string]> {
-  return Symbol.iterator in fields
-    ? (fields as Iterable<readonly [string, string]>)
-    : Object.entries(fields as Record<string, string>);
-}
 
 /** §5.1: `value` with an N-bit prefix in a first byte that also carries `flags`. */
 function writeInteger(out: Buffer, pos: number, flags: number, prefixBits: number, value: number): number {

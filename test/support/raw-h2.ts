@@ -3,6 +3,7 @@
  * frames, acknowledges SETTINGS and PING, joins each request's HEADERS + CONTINUATION payloads into one
  * header block, hands it to `onHeaders` (in wire order, per connection) and answers the stream with the
  * header block that returns (HEADERS with END_STREAM, split into CONTINUATIONs if over 16 KiB).
+ * Request bodies (DATA) are dropped, and credited back with WINDOW_UPDATE so a client never stalls.
  * It knows nothing of HPACK itself: the caller brings the decoder and encoder under test.
  */
 import net from 'node:net';
@@ -12,6 +13,7 @@ const DATA = 0x0;
 const HEADERS = 0x1;
 const SETTINGS = 0x4;
 const PING = 0x6;
+const WINDOW_UPDATE = 0x8;
 const CONTINUATION = 0x9;
 const END_STREAM = 0x1;
 const ACK = 0x1;
@@ -69,6 +71,7 @@ export async function startRawH2Server(opts: RawH2Options): Promise<RawH2Server>
   const server = net.createServer((socket) => {
     const connection = connections++;
     sockets.add(socket);
+    socket.setNoDelay(true);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => {}); // the client may reset; the test sees it on the client side
     opts.onConnection?.(connection);
@@ -93,7 +96,9 @@ export async function startRawH2Server(opts: RawH2Options): Promise<RawH2Server>
           for (const f of headerFrames(streamId, response)) socket.write(f);
         }
       } else if (type === DATA && payload.length > 0) {
-        throw new Error('raw-h2 server: request bodies are not expected');
+        const credit = Buffer.alloc(4);
+        credit.writeUInt32BE(payload.length);
+        socket.write(frame(WINDOW_UPDATE, 0, 0, credit)); // the connection's window; each stream's is ample
       }
     };
 

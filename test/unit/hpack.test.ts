@@ -376,6 +376,7 @@ const MALFORMED: [string, number[], number?][] = [
   ['a name running past the block', [0x40, 0x05, 0x61, 0x62]],
   ['a value running past the block', [0x04, 0x03, 0x61]],
   ['a Huffman string that decodes EOS', [0x00, 0x84, 0xff, 0xff, 0xff, 0xff, 0x00]],
+  ["EOS, then 'a' and padding", [0x00, 0x85, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x00]],
   ["EOS ending in a byte's high nibble ('a' then 30 ones)", [0x00, 0x85, 0x1f, 0xff, 0xff, 0xff, 0xff, 0x00]],
   ['a Huffman string padded with 8 ones', [0x00, 0x81, 0xff, 0x00]],
   ["Huffman padding of 11 bits ('a' then 11 ones)", [0x00, 0x82, 0x1f, 0xff, 0x00]],
@@ -608,6 +609,9 @@ for (const tableSize of [4096, 256, 0]) {
           new Promise((resolve, reject) => {
             req.on('response', (headers) => resolve({ seq, headers }));
             req.on('error', reject);
+            req.on('close', () =>
+              reject(new Error(`request ${seq} closed without a response (${req.rstCode})`)),
+            );
             req.resume();
           }),
         );

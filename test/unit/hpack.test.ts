@@ -104,7 +104,7 @@ test('C.2: each field representation, and what it does to the dynamic table', ()
   for (const c of cases) {
     const decoder = new HpackDecoder();
     const got = decoder.decode(hex(c.bytes));
-    assert.deepEqual(got, { fields: fields(c.field), tooLarge: false });
+    assert.deepEqual(got, { fields: fields(c.field), tooLarge: false, misordered: undefined });
     assert.deepEqual(decoder.tableEntries(), c.table);
     assert.equal(decoder.tableSize, c.size);
   }
@@ -121,7 +121,11 @@ function runSeries(maxTableSize: number, steps: Step[]): void {
   const decoder = new HpackDecoder({ maxTableSize });
   for (const [i, step] of steps.entries()) {
     const got = decoder.decode(hex(step.bytes));
-    assert.deepEqual(got, { fields: fields(...step.fields), tooLarge: false }, `block ${i + 1}`);
+    assert.deepEqual(
+      got,
+      { fields: fields(...step.fields), tooLarge: false, misordered: undefined },
+      `block ${i + 1}`,
+    );
     assert.deepEqual(decoder.tableEntries(), step.table, `table after block ${i + 1}`);
     assert.equal(decoder.tableSize, step.size, `table size after block ${i + 1}`);
   }
@@ -357,6 +361,7 @@ test('over maxHeaderListSize: tooLarge, no more fields kept, and the table stays
   assert.deepEqual(next, {
     fields: fields(['x-c', 'ccccc'], ['x-b', 'b'.repeat(30)]),
     tooLarge: false,
+    misordered: undefined,
   });
 });
 
@@ -513,7 +518,7 @@ test('encoder: any latin1 text round-trips through the decoder, short and long; 
     }
     for (const encoder of encoders) {
       const got = new HpackDecoder({ maxHeaderListSize: 1 << 20 }).decode(encoder.encode(sent));
-      assert.deepEqual(got, { fields: fields(...sent), tooLarge: false });
+      assert.deepEqual(got, { fields: fields(...sent), tooLarge: false, misordered: undefined });
     }
   }
   assert.throws(() => encodeHeaderBlock({ 'x-a': 'caf\u00e9 \u2603' }), RangeError);
@@ -640,3 +645,37 @@ for (const tableSize of [4096, 256, 0]) {
     }
   });
 }
+
+test('the order of pseudo-headers: after a regular field, or twice, is reported (the block still decodes)', () => {
+  const enc = new HpackEncoder({ huffman: false });
+  const decode = (pairs: [string, string][]) => new HpackDecoder().decode(enc.encode(pairs));
+  assert.equal(
+    decode([
+      [':method', 'POST'],
+      [':path', '/a'],
+      ['x', '1'],
+    ]).misordered,
+    undefined,
+  );
+  const late = decode([
+    [':method', 'POST'],
+    ['x', '1'],
+    [':path', '/a'],
+  ]);
+  assert.match(late.misordered ?? '', /:path after a regular field/);
+  assert.equal(late.fields[':path'], '/a');
+  assert.match(
+    decode([
+      [':method', 'POST'],
+      [':method', 'GET'],
+    ]).misordered ?? '',
+    /:method twice/,
+  );
+  assert.equal(
+    decode([
+      ['x', '1'],
+      ['x', '2'],
+    ]).misordered,
+    undefined,
+  ); // regular fields may repeat
+});

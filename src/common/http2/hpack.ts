@@ -18,6 +18,11 @@ export interface DecodedHeaders {
   fields: Record<string, string>;
   /** The header list passed maxHeaderListSize: fields stops growing, the stream is to be refused. */
   tooLarge: boolean;
+  /**
+   * What the order of the fields broke, which `fields` cannot show (RFC 9113 §8.3): a pseudo-header
+   * after a regular field, or one pseudo-header twice. The stream is malformed; the block decoded.
+   */
+  misordered: string | undefined;
 }
 
 export interface HpackDecoderOptions {
@@ -77,6 +82,8 @@ export class HpackDecoder {
     let listSize = 0;
     let tooLarge = false;
     let sawField = false;
+    let sawRegular = false;
+    let misordered: string | undefined;
     while (this.pos < block.length) {
       const byte = block[this.pos]!;
       let name: string;
@@ -116,10 +123,14 @@ export class HpackDecoder {
         continue;
       }
       const previous = fields[name];
+      if (name.charCodeAt(0) === 0x3a /* ':' */) {
+        if (sawRegular) misordered ??= `pseudo-header ${name} after a regular field`;
+        else if (previous !== undefined) misordered ??= `pseudo-header ${name} twice`;
+      } else sawRegular = true;
       fields[name] = previous === undefined ? value : previous + (name === 'cookie' ? '; ' : ', ') + value;
     }
     this.block = EMPTY;
-    return { fields, tooLarge };
+    return { fields, tooLarge, misordered };
   }
 
   /** §5.1: an integer with an N-bit prefix; values over 32 bits (or padded past 5 extra bytes) are refused. */

@@ -1,0 +1,202 @@
+/**
+ * HTTP/2 framing (RFC 9113 §4, §6): the frame types, flags, error codes and settings this project's
+ * lean HTTP/2 endpoints use, builders for the frames they send, and an incremental reader that cuts
+ * a byte stream into frames without copying their payloads.
+ */
+
+export const FrameType = {
+  DATA: 0x0,
+  HEADERS: 0x1,
+  PRIORITY: 0x2,
+  RST_STREAM: 0x3,
+  SETTINGS: 0x4,
+  PUSH_PROMISE: 0x5,
+  PING: 0x6,
+  GOAWAY: 0x7,
+  WINDOW_UPDATE: 0x8,
+  CONTINUATION: 0x9,
+} as const;
+
+export const Flag = {
+  /** DATA, HEADERS */
+  END_STREAM: 0x1,
+  /** SETTINGS, PING */
+  ACK: 0x1,
+  /** HEADERS, CONTINUATION */
+  END_HEADERS: 0x4,
+  /** DATA, HEADERS */
+  PADDED: 0x8,
+  /** HEADERS */
+  PRIORITY: 0x20,
+} as const;
+
+export const H2Error = {
+  NO_ERROR: 0x0,
+  PROTOCOL_ERROR: 0x1,
+  INTERNAL_ERROR: 0x2,
+  FLOW_CONTROL_ERROR: 0x3,
+  SETTINGS_TIMEOUT: 0x4,
+  STREAM_CLOSED: 0x5,
+  FRAME_SIZE_ERROR: 0x6,
+  REFUSED_STREAM: 0x7,
+  CANCEL: 0x8,
+  COMPRESSION_ERROR: 0x9,
+  CONNECT_ERROR: 0xa,
+  ENHANCE_YOUR_CALM: 0xb,
+  INADEQUATE_SECURITY: 0xc,
+  HTTP_1_1_REQUIRED: 0xd,
+} as const;
+
+export const Setting = {
+  HEADER_TABLE_SIZE: 0x1,
+  ENABLE_PUSH: 0x2,
+  MAX_CONCURRENT_STREAMS: 0x3,
+  INITIAL_WINDOW_SIZE: 0x4,
+  MAX_FRAME_SIZE: 0x5,
+  MAX_HEADER_LIST_SIZE: 0x6,
+} as const;
+
+/** What every client sends first. */
+export const CLIENT_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+export const FRAME_HEADER_BYTES = 9;
+/** The initial SETTINGS_MAX_FRAME_SIZE and its lower bound. */
+export const DEFAULT_MAX_FRAME_SIZE = 16_384;
+/** SETTINGS_MAX_FRAME_SIZE's upper bound. */
+export const MAX_ALLOWED_FRAME_SIZE = 16_777_215;
+/** The initial window of a stream and of the connection. */
+export const DEFAULT_WINDOW = 65_535;
+/** Largest flow-control window (2^31 - 1). */
+export const MAX_WINDOW = 2_147_483_647;
+
+/** Write a frame header at `at` of `out`. */
+export function writeFrameHeader(
+  out: Buffer,
+  at: number,
+  length: number,
+  type: number,
+  flags: number,
+  streamId: number,
+): void {
+  out[at] = length >>> 16;
+  out[at + 1] = (length >>> 8) & 0xff;
+  out[at + 2] = length & 0xff;
+  out[at + 3] = type;
+  out[at + 4] = flags;
+  out.writeUInt32BE(streamId, at + 5);
+}
+
+/** A frame with the payload copied after its header (for small payloads). */
+export function frame(type: number, flags: number, streamId: number, payload?: Uint8Array): Buffer {
+  const length = payload ? payload.length : 0;
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
+  writeFrameHeader(out, 0, length, type, flags, streamId);
+  if (payload) out.set(payload, FRAME_HEADER_BYTES);
+  return out;
+}
+
+/** Only a frame's header (its payload goes out as a separate chunk). */
+export function frameHeader(length: number, type: number, flags: number, streamId: number): Buffer {
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+  writeFrameHeader(out, 0, length, type, flags, streamId);
+  return out;
+}
+
+export function settingsFrame(settings: readonly (readonly [number, number])[]): Buffer {
+  const payload = Buffer.allocUnsafe(settings.length * 6);
+  settings.forEach(([id, value], i) => {
+    payload.writeUInt16BE(id, i * 6);
+    payload.writeUInt32BE(value, i * 6 + 2);
+  });
+  return frame(FrameType.SETTINGS, 0, 0, payload);
+}
+
+export const SETTINGS_ACK = frame(FrameType.SETTINGS, Flag.ACK, 0);
+
+export function windowUpdateFrame(streamId: number, increment: number): Buffer {
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4);
+  writeFrameHeader(out, 0, 4, FrameType.WINDOW_UPDATE, 0, streamId);
+  out.writeUInt32BE(increment, FRAME_HEADER_BYTES);
+  return out;
+}
+
+export function rstStreamFrame(streamId: number, code: number): Buffer {
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4);
+  writeFrameHeader(out, 0, 4, FrameType.RST_STREAM, 0, streamId);
+  out.writeUInt32BE(code, FRAME_HEADER_BYTES);
+  return out;
+}
+
+export function goawayFrame(lastStreamId: number, code: number, debug = ''): Buffer {
+  const text = Buffer.from(debug, 'utf8');
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 8 + text.length);
+  writeFrameHeader(out, 0, 8 + text.length, FrameType.GOAWAY, 0, 0);
+  out.writeUInt32BE(lastStreamId, FRAME_HEADER_BYTES);
+  out.writeUInt32BE(code, FRAME_HEADER_BYTES + 4);
+  text.copy(out, FRAME_HEADER_BYTES + 8);
+  return out;
+}
+
+export function pingFrame(payload: Uint8Array, ack: boolean): Buffer {
+  return frame(FrameType.PING, ack ? Flag.ACK : 0, 0, payload);
+}
+
+/** A connection error found while reading frames: the connection ends with GOAWAY(code). */
+export class H2ConnectionError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type FrameListener = (type: number, flags: number, streamId: number, payload: Buffer) => void;
+
+/**
+ * Cuts bytes into frames. Payloads are views of the received chunks when a frame lies within one
+ * chunk (the usual case), so a listener that keeps one must not expect it to be a copy it owns
+ * exclusively — chunks are never reused by Node, so keeping the view is safe.
+ */
+export class FrameReader {
+  private pending: Buffer | undefined;
+
+  constructor(
+    /** Largest payload accepted (our SETTINGS_MAX_FRAME_SIZE). */
+    private readonly maxFrameSize: number,
+    private readonly onFrame: FrameListener,
+  ) {}
+
+  /** Bytes received that do not yet make a whole frame. */
+  get buffered(): number {
+    return this.pending ? this.pending.length : 0;
+  }
+
+  /** Feed received bytes; calls the listener once per whole frame. Throws H2ConnectionError. */
+  push(chunk: Buffer): void {
+    let buf = chunk;
+    if (this.pending) {
+      buf = Buffer.concat([this.pending, chunk]);
+      this.pending = undefined;
+    }
+    let p = 0;
+    const end = buf.length;
+    while (end - p >= FRAME_HEADER_BYTES) {
+      const length = (buf[p]! << 16) | (buf[p + 1]! << 8) | buf[p + 2]!;
+      if (length > this.maxFrameSize) {
+        throw new H2ConnectionError(
+          H2Error.FRAME_SIZE_ERROR,
+          `a frame of ${length} bytes (max ${this.maxFrameSize})`,
+        );
+      }
+      if (end - p - FRAME_HEADER_BYTES < length) break;
+      const type = buf[p + 3]!;
+      const flags = buf[p + 4]!;
+      const streamId = buf.readUInt32BE(p + 5) & 0x7fffffff;
+      const start = p + FRAME_HEADER_BYTES;
+      p = start + length;
+      this.onFrame(type, flags, streamId, buf.subarray(start, p));
+    }
+    if (p < end) this.pending = buf.subarray(p);
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * The server side of an HTTP/2 connection (src/protocol/transport/h2-connection.ts), driven frame by
+ * frame from a raw socket: the preface and SETTINGS exchange, PING, header blocks over CONTINUATION,
+ * the stream limit, both directions' flow control, malformed requests, reset floods and the graceful
+ * GOAWAY — and, with node:http2's client (nghttp2), large answers under a small window and large
+ * header blocks.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { once } from 'node:events';
+import {
+  CLIENT_PREFACE,
+  Flag,
+  FrameReader,
+  FrameType,
+  H2Error,
+  Setting,
+  frame,
+  rstStreamFrame,
+  settingsFrame,
+  windowUpdateFrame,
+} from '../../src/common/http2/frames.js';
+import { HpackDecoder, HpackEncoder } from '../../src/common/http2/hpack.js';
+import { H2Connection, type H2Stream } from '../../src/common/http2/connection.js';
+
+const encoder = new HpackEncoder();
+const OK_HEADERS = encoder.encode({ ':status': '200', 'content-type': 'application/grpc' });
+const OK_TRAILERS = encoder.encode({ 'grpc-status': '0' });
+
+/** What each test's server does with a stream: echo's default answers `answerBytes` of 7s. */
+let onStream: (s: H2Stream, headers: Record<string, string>) => void;
+let server: net.Server;
+let port: number;
+const connections = new Set<H2Connection>();
+
+function answer(bytes: number) {
+  return (s: H2Stream) => {
+    s.onEnd = () => {
+      s.respond(OK_HEADERS, false);
+      s.write(Buffer.alloc(bytes, 7));
+      s.trailers(OK_TRAILERS);
+    };
+  };
+}
+
+before(async () => {
+  server = net.createServer((socket) => {
+    const c = new H2Connection(
+      socket,
+      {
+        role: 'server',
+        maxConcurrentStreams: 4,
+        streamWindow: 1024,
+        connectionWindow: 64 * 1024,
+        maxHeaderListSize: 48 * 1024,
+      },
+      { onStream: (s, h) => onStream(s, h), onClose: () => connections.delete(c), onProtocolError: () => {} },
+    );
+    connections.add(c);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  port = (server.address() as net.AddressInfo).port;
+});
+
+after(async () => {
+  for (const c of connections) c.destroy();
+  await new Promise((r) => server.close(r));
+});
+
+interface Frame {
+  type: number;
+  flags: number;
+  id: number;
+  payload: Buffer;
+}
+
+/** A raw client: writes bytes, collects the frames the server sends. */
+class RawClient {
+  readonly frames: Frame[] = [];
+  readonly socket: net.Socket;
+  private readonly reader = new FrameReader(1 << 24, (type, flags, id, payload) =>
+    this.frames.push({ type, flags, id, payload: Buffer.from(payload) }),
+  );
+  private waiters: (() => void)[] = [];
+  closed = false;
+
+  constructor() {
+    this.socket = net.connect(port, '127.0.0.1');
+    this.socket.on('data', (d: Buffer) => {
+      this.reader.push(d);
+      for (const w of this.waiters.splice(0)) w();
+    });
+    this.socket.on('error', () => {});
+    this.socket.on('close', () => {
+      this.closed = true;
+      for (const w of this.waiters.splice(0)) w();
+    });
+  }
+
+  static async open(settings: [number, number][] = []): Promise<RawClient> {
+    const c = new RawClient();
+    await once(c.socket, 'connect');
+    c.send(CLIENT_PREFACE, settingsFrame(settings));
+    await c.until((f) => f.type === FrameType.SETTINGS && (f.flags & Flag.ACK) !== 0);
+    return c;
+  }
+
+  send(...bufs: Buffer[]): void {
+    this.socket.write(Buffer.concat(bufs));
+  }
+
+  /** Request headers on `id`: HEADERS, and CONTINUATION frames for a block over 16 KiB. */
+  headers(id: number, extra: Record<string, string> = {}, endStream = false): Buffer {
+    const block = encoder.encode({
+      ':method': 'POST',
+      ':scheme': 'http',
+      ':path': '/t.T/Echo',
+      'content-type': 'application/grpc',
+      ...extra,
+    });
+    const end = endStream ? Flag.END_STREAM : 0;
+    const max = 16_384;
+    if (block.length <= max) return frame(FrameType.HEADERS, Flag.END_HEADERS | end, id, block);
+    const frames = [frame(FrameType.HEADERS, end, id, block.subarray(0, max))];
+    for (let p = max; p < block.length; p += max) {
+      const last = p + max >= block.length;
+      frames.push(frame(FrameType.CONTINUATION, last ? Flag.END_HEADERS : 0, id, block.subarray(p, p + max)));
+    }
+    return Buffer.concat(frames);
+  }
+
+  /** Resolves with the first frame received that matches (from the start), or when the socket closes. */
+  async until(match: (f: Frame) => boolean, timeoutMs = 5000): Promise<Frame | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const f = this.frames.find(match);
+      if (f || this.closed) return f;
+      if (Date.now() > deadline) throw new Error('no such frame in time');
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+  }
+
+  async goaway(): Promise<number | undefined> {
+    const f = await this.until((x) => x.type === FrameType.GOAWAY);
+    return f?.payload.readUInt32BE(4);
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+test('SETTINGS and PING are acknowledged; the server announces its limits and window', async () => {
+  onStream = answer(0);
+  const c = await RawClient.open();
+  const settings = c.frames.find((f) => f.type === FrameType.SETTINGS && f.flags === 0)!;
+  const values = new Map<number, number>();
+  for (let p = 0; p < settings.payload.length; p += 6) {
+    values.set(settings.payload.readUInt16BE(p), settings.payload.readUInt32BE(p + 2));
+  }
+  assert.equal(values.get(Setting.MAX_CONCURRENT_STREAMS), 4);
+  assert.equal(values.get(Setting.INITIAL_WINDOW_SIZE), 1024);
+  const wu = c.frames.find((f) => f.type === FrameType.WINDOW_UPDATE && f.id === 0)!;
+  assert.equal(wu.payload.readUInt32BE(0), 64 * 1024 - 65_535);
+  const payload = Buffer.from('12345678');
+  c.send(frame(FrameType.PING, 0, 0, payload));
+  const ack = await c.until((f) => f.type === FrameType.PING);
+  assert.equal(ack!.flags & Flag.ACK, Flag.ACK);
+  assert.deepEqual(ack!.payload, payload);
+  c.close();
+});
+
+test('a connection that does not start with the preface gets GOAWAY(PROTOCOL_ERROR) and is closed', async () => {
+  const c = new RawClient();
+  await once(c.socket, 'connect');
+  c.send(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+  assert.equal(await c.goaway(), H2Error.PROTOCOL_ERROR);
+  await c.until(() => false).catch(() => {});
+  assert.equal(c.closed, true);
+});
+
+test('a header block over HEADERS and CONTINUATION opens one request', async () => {
+  const seen: Record<string, string>[] = [];
+  onStream = (s, h) => {
+    seen.push(h);
+    answer(3)(s);
+  };
+  const c = await RawClient.open();
+  const block = encoder.encode({
+    ':method': 'POST',
+    ':scheme': 'http',
+    ':path': '/t.T/Echo',
+    'x-long': 'v'.repeat(300),
+  });
+  c.send(
+    frame(FrameType.HEADERS, Flag.END_STREAM, 1, block.subarray(0, 10)),
+    frame(FrameType.CONTINUATION, 0, 1, block.subarray(10, 100)),
+    frame(FrameType.CONTINUATION, Flag.END_HEADERS, 1, block.subarray(100)),
+  );
+  const trailers = await c.until((f) => f.type === FrameType.HEADERS && (f.flags & Flag.END_STREAM) !== 0);
+  assert.ok(trailers);
+  assert.equal(seen[0]!['x-long'], 'v'.repeat(300));
+  const data = c.frames.filter((f) => f.type === FrameType.DATA && f.id === 1);
+  assert.equal(Buffer.concat(data.map((f) => f.payload)).length, 3);
+  c.close();
+});
+
+test('any other frame inside a header block is a connection error', async () => {
+  onStream = answer(0);
+  const c = await RawClient.open();
+  const block = encoder.encode({ ':method': 'POST', ':scheme': 'http', ':path': '/x' });
+  c.send(frame(FrameType.HEADERS, 0, 1, block), frame(FrameType.PING, 0, 0, Buffer.alloc(8)));
+  assert.equal(await c.goaway(), H2Error.PROTOCOL_ERROR);
+  c.close();
+});
+
+test('streams beyond the limit are refused with REFUSED_STREAM; the others are served', async () => {
+  const held: H2Stream[] = [];
+  onStream = (s) => held.push(s); // never answered: they stay open
+  const c = await RawClient.open();
+  for (const id of [1, 3, 5, 7, 9]) c.send(c.headers(id, {}, true));
+  const refused = await c.until((f) => f.type === FrameType.RST_STREAM);
+  assert.equal(refused!.id, 9);
+  assert.equal(refused!.payload.readUInt32BE(0), H2Error.REFUSED_STREAM);
+  assert.equal(held.length, 4);
+  for (const s of held) s.reset(H2Error.CANCEL);
+  c.close();
+});
+
+test('DATA beyond a stream window resets that stream; beyond the connection window, the connection', async () => {
+  onStream = () => {};
+  const c = await RawClient.open();
+  c.send(c.headers(1), frame(FrameType.DATA, 0, 1, Buffer.alloc(1025)));
+  const rst = await c.until((f) => f.type === FrameType.RST_STREAM && f.id === 1);
+  assert.equal(rst!.payload.readUInt32BE(0), H2Error.FLOW_CONTROL_ERROR);
+  // The connection window is 64 KiB: 70 streams of 1,000 bytes each (none read: nothing given back).
+  const paused: H2Stream[] = [];
+  onStream = (s) => {
+    s.pause();
+    paused.push(s);
+    if (paused.length >= 3) paused.shift()!.reset(H2Error.CANCEL);
+  };
+  const bufs: Buffer[] = [];
+  for (let i = 0; i < 70; i++)
+    bufs.push(c.headers(3 + 2 * i), frame(FrameType.DATA, 0, 3 + 2 * i, Buffer.alloc(1000)));
+  c.send(...bufs);
+  assert.equal(await c.goaway(), H2Error.FLOW_CONTROL_ERROR);
+  c.close();
+});
+
+test('an answer larger than the client window waits for WINDOW_UPDATE, trailers after the last byte', async () => {
+  onStream = answer(1000);
+  const c = await RawClient.open([[Setting.INITIAL_WINDOW_SIZE, 100]]);
+  c.send(c.headers(1, {}, true));
+  await c.until((f) => f.type === FrameType.DATA && f.id === 1);
+  await new Promise((r) => setTimeout(r, 50));
+  const sent = () =>
+    c.frames.filter((f) => f.type === FrameType.DATA && f.id === 1).reduce((n, f) => n + f.payload.length, 0);
+  assert.equal(sent(), 100);
+  assert.equal(c.frames.filter((f) => f.type === FrameType.HEADERS && f.id === 1).length, 1); // no trailers yet
+  c.send(windowUpdateFrame(1, 900));
+  const trailers = await c.until(
+    (f) => f.type === FrameType.HEADERS && f.id === 1 && (f.flags & Flag.END_STREAM) !== 0,
+  );
+  assert.ok(trailers);
+  assert.equal(sent(), 1000);
+  const decoded = new HpackDecoder().decode(trailers!.payload);
+  assert.ok(decoded.fields['grpc-status'] !== undefined || decoded.fields[':status'] !== undefined);
+  c.close();
+});
+
+test('malformed requests are reset with PROTOCOL_ERROR; a header list over the limit gets 431', async () => {
+  const opened: Record<string, string>[] = [];
+  onStream = (s, h) => {
+    opened.push(h);
+    answer(0)(s);
+  };
+  const c = await RawClient.open();
+  c.send(c.headers(1, { 'X-Upper': 'a' }, true));
+  c.send(c.headers(3, { connection: 'keep-alive' }, true));
+  c.send(
+    frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 5, encoder.encode({ ':method': 'POST' })),
+  );
+  for (const id of [1, 3, 5]) {
+    const rst = await c.until((f) => f.type === FrameType.RST_STREAM && f.id === id);
+    assert.equal(rst!.payload.readUInt32BE(0), H2Error.PROTOCOL_ERROR, `stream ${id}`);
+  }
+  c.send(c.headers(7, { 'x-big': 'b'.repeat(50_000) }, true));
+  const h = await c.until((f) => f.type === FrameType.HEADERS && f.id === 7);
+  assert.equal(new HpackDecoder().decode(h!.payload).fields[':status'], '431');
+  // The connection still serves.
+  c.send(c.headers(9, {}, true));
+  assert.ok(await c.until((f) => f.type === FrameType.HEADERS && f.id === 9));
+  assert.equal(opened.length, 1);
+  c.close();
+});
+
+test('a flood of opened-and-reset streams closes the connection with ENHANCE_YOUR_CALM', async () => {
+  onStream = () => {};
+  const c = await RawClient.open();
+  const bufs: Buffer[] = [];
+  for (let i = 0; i < 6000; i++) {
+    const id = 1 + 2 * i;
+    bufs.push(c.headers(id), rstStreamFrame(id, H2Error.CANCEL));
+  }
+  c.send(...bufs);
+  assert.equal(await c.goaway(), H2Error.ENHANCE_YOUR_CALM);
+  c.close();
+});
+
+test('GOAWAY lets open streams finish, refuses new ones, then closes the socket', async () => {
+  const held: H2Stream[] = [];
+  onStream = (s) => held.push(s);
+  const c = await RawClient.open();
+  c.send(c.headers(1, {}, true));
+  await c.until(() => held.length === 1);
+  for (const conn of connections) conn.goaway();
+  assert.equal(await c.goaway(), H2Error.NO_ERROR);
+  c.send(c.headers(3, {}, true));
+  const rst = await c.until((f) => f.type === FrameType.RST_STREAM && f.id === 3);
+  assert.equal(rst!.payload.readUInt32BE(0), H2Error.REFUSED_STREAM);
+  assert.equal(c.closed, false);
+  held[0]!.respond(OK_HEADERS, false);
+  held[0]!.write(Buffer.from([0, 0, 0, 0, 0]));
+  held[0]!.trailers(OK_TRAILERS);
+  await c.until(() => false, 2000).catch(() => {});
+  assert.equal(c.closed, true);
+});
+
+test('with node:http2 as the client: a 1 MiB answer through a 16 KiB window, and 40 KB header blocks both ways', async () => {
+  onStream = (s, h) => {
+    const size = Number(h['x-size']);
+    s.onEnd = () => {
+      s.respond(encoder.encode({ ':status': '200', 'x-echo': h['x-pad'] ?? '' }), false);
+      s.write(Buffer.alloc(size, 9));
+      s.trailers(OK_TRAILERS);
+    };
+  };
+  const session = http2.connect(`http://127.0.0.1:${port}`, {
+    settings: { initialWindowSize: 16 * 1024 },
+    maxHeaderListPairs: 1000,
+  });
+  try {
+    const pad = 'p'.repeat(40_000);
+    const got = await new Promise<{ bytes: number; echo: string; status: string }>((resolve, reject) => {
+      const st = session.request({
+        ':method': 'POST',
+        ':path': '/t.T/Big',
+        'x-size': String(1 << 20),
+        'x-pad': pad,
+      });
+      let bytes = 0;
+      let echo = '';
+      st.on('response', (h) => (echo = String(h['x-echo'])));
+      st.on('data', (d: Buffer) => (bytes += d.length));
+      st.on('trailers', (t) => resolve({ bytes, echo, status: String(t['grpc-status']) }));
+      st.on('error', reject);
+      st.end();
+    });
+    assert.deepEqual(got, { bytes: 1 << 20, echo: pad, status: '0' });
+  } finally {
+    session.destroy();
+  }
+});

@@ -1,5 +1,5 @@
 /**
- * A lean gRPC server on `node:http2`: it routes each stream to a registered method, reads the
+ * A lean gRPC server on its own HTTP/2 connections (h2-connection.ts): it routes each stream to a registered method, reads the
  * length-prefixed request messages under the size and memory limits (refusing before anything is
  * buffered or decoded), inflates gzip with a bounded output, applies `grpc-timeout`, turns
  * RST_STREAM, dropped connections, deadlines and shutdown into the call's AbortSignal, pings idle
@@ -15,9 +15,10 @@
  * live connections and the same closing state; split apart, each part would have to export that state
  * to the others. What is per call lives in server-call.ts, the wire format in grpc-wire.ts.
  */
-import http2, { constants } from 'node:http2';
 import net from 'node:net';
-import type tls from 'node:tls';
+import tls from 'node:tls';
+import { H2Error } from '../../common/http2/frames.js';
+import { HpackEncoder } from '../../common/http2/hpack.js';
 import type { Logger } from '../../common/logger.js';
 import {
   ACCEPT_ENCODING,
@@ -30,7 +31,8 @@ import {
   deadlineOf,
   type GrpcError,
 } from './grpc-wire.js';
-import { ServerCall, type CallOwner, type PeerInfo } from './server-call.js';
+import { H2Connection, type H2Stream } from '../../common/http2/connection.js';
+import { ServerCall, trailersOnlyBlock, type CallOwner, type PeerInfo } from './server-call.js';
 
 export type MethodKind = 'unary' | 'server-stream' | 'bidi';
 
@@ -90,16 +92,17 @@ const FIRST_BYTE_TIMEOUT_MS = 10_000;
 /** HTTP/2 windows: large enough that a 4 MiB request does not wait on window updates per 64 KiB. */
 const STREAM_WINDOW = 1024 * 1024;
 const CONNECTION_WINDOW = 16 * 1024 * 1024;
+/** SETTINGS_MAX_HEADER_LIST_SIZE: request metadata beyond it is refused (431). */
+const MAX_HEADER_LIST_BYTES = 64 * 1024;
 
 class Connection implements CallOwner {
-  outbound = 0;
   inbound = 0;
   readonly calls = new Set<ServerCall>();
   pingOutstanding = false;
   pingSentAt = 0;
+  h2!: H2Connection;
 
   constructor(
-    readonly session: http2.ServerHttp2Session,
     readonly peer: PeerInfo,
     private readonly server: GrpcServer,
   ) {}
@@ -118,9 +121,8 @@ export class GrpcServer {
   private readonly methods = new Map<string, MethodHandler>();
   private readonly listeners: net.Server[] = [];
   private readonly sockets = new Set<net.Socket>();
-  private readonly connections = new Map<http2.ServerHttp2Session, Connection>();
-  private readonly plain: http2.Http2Server;
-  private readonly secure: http2.Http2SecureServer | undefined;
+  private readonly connections = new Set<Connection>();
+  private readonly secureContext: tls.SecureContext | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private nextConnectionId = 1;
   private inbound = 0;
@@ -128,33 +130,12 @@ export class GrpcServer {
   private readonly connectionClosedListeners: ((connectionId: string) => void)[] = [];
 
   constructor(private readonly opts: GrpcServerOptions) {
-    const h2: http2.ServerOptions = {
-      settings: {
-        maxConcurrentStreams: opts.limits.maxConcurrentStreams,
-        initialWindowSize: STREAM_WINDOW,
-      },
-      // Our own budgets bound memory and answer with proper statuses; nghttp2's credit (which
-      // counts data queued for slow readers) would instead refuse new streams with a bare RST_STREAM.
-      maxSessionMemory: 4096,
-    };
-    this.plain = http2.createServer(h2);
-    this.plain.on('session', (s) => this.onSession(s, false));
     if (opts.tls) {
-      this.secure = http2.createSecureServer({
-        ...h2,
+      this.secureContext = tls.createSecureContext({
         cert: opts.tls.cert,
         key: opts.tls.key,
         minVersion: 'TLSv1.2',
-        ALPNProtocols: ['h2'],
-        allowHTTP1: false,
       });
-      this.secure.on('session', (s) => this.onSession(s, true));
-      this.secure.on('tlsClientError', (err) =>
-        opts.logger.debug({ err: err.message }, 'TLS handshake failed'),
-      );
-    }
-    for (const server of [this.plain, this.secure]) {
-      server?.on('sessionError', (err) => opts.logger.debug({ err: err.message }, 'HTTP/2 session error'));
     }
   }
 
@@ -209,14 +190,14 @@ export class GrpcServer {
       clearInterval(this.keepaliveTimer);
       // Stop accepting now; `close` calls back once every connection is gone (awaited last).
       const unlistened = Promise.all(this.listeners.map((l) => new Promise<void>((r) => l.close(() => r()))));
-      const sessions = [...this.connections.values()];
-      for (const c of sessions) for (const call of c.calls) call.abort('shutdown');
-      const closed = sessions.map(
+      const open = [...this.connections];
+      for (const c of open) for (const call of c.calls) call.abort('shutdown');
+      const closed = open.map(
         (c) =>
           new Promise<void>((resolve) => {
-            if (c.session.closed || c.session.destroyed) return resolve();
-            c.session.once('close', () => resolve());
-            c.session.close();
+            if (c.h2.socket.destroyed) return resolve();
+            c.h2.socket.once('close', () => resolve());
+            c.h2.goaway();
           }),
       );
       let timer: NodeJS.Timeout | undefined;
@@ -227,7 +208,7 @@ export class GrpcServer {
         }),
       ]);
       clearTimeout(timer);
-      for (const c of this.connections.values()) c.session.destroy();
+      for (const c of this.connections) c.h2.destroy();
       for (const s of this.sockets) s.destroy();
       await unlistened;
     })();
@@ -250,21 +231,44 @@ export class GrpcServer {
       socket.pause();
       socket.unshift(chunk);
       if (chunk[0] === 0x16) {
-        if (!this.secure) {
+        if (!this.secureContext) {
           this.opts.logger.debug({ remote: socket.remoteAddress }, 'TLS handshake on a plaintext-only port');
           socket.destroy();
           return;
         }
-        this.secure.emit('connection', socket);
+        this.startTls(socket);
       } else if (this.opts.tls && this.opts.tls.plaintext === false) {
         this.opts.logger.debug({ remote: socket.remoteAddress }, 'plaintext connection refused (TLS only)');
         socket.destroy();
-      } else this.plain.emit('connection', socket);
+      } else this.startConnection(socket, socket, false);
     });
   }
 
-  private onSession(session: http2.ServerHttp2Session, secure: boolean): void {
-    const socket = session.socket as net.Socket | tls.TLSSocket;
+  private startTls(socket: net.Socket): void {
+    const secure = new tls.TLSSocket(socket, {
+      isServer: true,
+      secureContext: this.secureContext,
+      ALPNProtocols: ['h2'],
+    });
+    secure.on('error', (err) => {
+      this.opts.logger.debug({ err: err.message, remote: socket.remoteAddress }, 'TLS handshake failed');
+      secure.destroy();
+    });
+    socket.setTimeout(FIRST_BYTE_TIMEOUT_MS, () => socket.destroy());
+    secure.once('secure', () => {
+      socket.setTimeout(0);
+      if (secure.alpnProtocol !== 'h2') {
+        this.opts.logger.debug({ remote: socket.remoteAddress }, 'TLS client did not negotiate h2');
+        secure.destroy();
+        return;
+      }
+      this.startConnection(socket, secure, true);
+    });
+    // The TLS socket reads the raw one's buffered first bytes, then its handle: the raw socket itself
+    // must stay paused (resumed, it would take the bytes the TLS layer needs).
+  }
+
+  private startConnection(socket: net.Socket, stream: net.Socket, secure: boolean): void {
     const address = socket.remoteAddress ?? '';
     const port = socket.remotePort ?? 0;
     const peer: PeerInfo = {
@@ -273,32 +277,39 @@ export class GrpcServer {
       port,
       remote: address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`,
       secure,
-      ...(secure ? { tlsSocket: socket as tls.TLSSocket } : {}),
+      ...(secure ? { tlsSocket: stream as tls.TLSSocket } : {}),
     };
-    const conn = new Connection(session, peer, this);
-    this.connections.set(session, conn);
-    try {
-      session.setLocalWindowSize(CONNECTION_WINDOW);
-    } catch {
-      // the session is already closing
-    }
-    session.on('stream', (stream, headers) => this.onStream(conn, stream, headers));
-    session.on('error', (err) =>
-      this.opts.logger.debug({ err: err.message, remote: peer.remote }, 'connection error'),
+    const conn = new Connection(peer, this);
+    this.connections.add(conn);
+    conn.h2 = new H2Connection(
+      stream,
+      {
+        role: 'server',
+        maxConcurrentStreams: this.opts.limits.maxConcurrentStreams,
+        streamWindow: STREAM_WINDOW,
+        connectionWindow: CONNECTION_WINDOW,
+        maxHeaderListSize: MAX_HEADER_LIST_BYTES,
+      },
+      {
+        onStream: (s, headers) => this.onStream(conn, s, headers),
+        onClose: () => {
+          this.connections.delete(conn);
+          for (const call of conn.calls) call.streamClosed();
+          for (const l of this.connectionClosedListeners) l(peer.connectionId);
+        },
+        onProtocolError: (message) =>
+          this.opts.logger.debug({ err: message, remote: peer.remote }, 'HTTP/2 connection error'),
+      },
     );
-    session.once('close', () => {
-      this.connections.delete(session);
-      for (const call of conn.calls) call.streamClosed();
-      for (const l of this.connectionClosedListeners) l(peer.connectionId);
-    });
-    if (this.closing) session.close();
+    if (this.closing) conn.h2.goaway();
+    stream.resume();
   }
 
   private keepalive(): void {
     const now = Date.now();
-    for (const c of this.connections.values()) {
-      const s = c.session;
-      if (s.closed || s.destroyed) continue;
+    for (const c of this.connections) {
+      const s = c.h2;
+      if (s.closed) continue;
       if (c.pingOutstanding) {
         if (now - c.pingSentAt > this.opts.keepalive.timeoutMs) {
           this.opts.logger.debug(
@@ -311,14 +322,10 @@ export class GrpcServer {
       }
       c.pingOutstanding = true;
       c.pingSentAt = now;
-      try {
-        s.ping((err) => {
-          c.pingOutstanding = false;
-          if (err) s.destroy();
-        });
-      } catch {
+      s.ping((err) => {
         c.pingOutstanding = false;
-      }
+        if (err) s.destroy();
+      });
     }
   }
 
@@ -354,21 +361,16 @@ export class GrpcServer {
 
   // ---- calls ------------------------------------------------------------------------------------
 
-  private onStream(
-    conn: Connection,
-    stream: http2.ServerHttp2Stream,
-    headers: http2.IncomingHttpHeaders,
-  ): void {
-    stream.on('error', () => {});
-    const path = String(headers[constants.HTTP2_HEADER_PATH] ?? '');
-    const contentType = String(headers[constants.HTTP2_HEADER_CONTENT_TYPE] ?? '');
-    if (headers[constants.HTTP2_HEADER_METHOD] !== 'POST' || !contentType.startsWith('application/grpc')) {
+  private onStream(conn: Connection, stream: H2Stream, headers: Record<string, string>): void {
+    const path = headers[':path'] ?? '';
+    const contentType = headers['content-type'] ?? '';
+    if (headers[':method'] !== 'POST' || !contentType.startsWith('application/grpc')) {
       respondPlain(stream, contentType.startsWith('application/grpc') ? 405 : 415);
       return;
     }
     const method = this.methods.get(path);
     if (!method) return answerEarly(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${encodeURI(path)}`);
-    const encoding = headers['grpc-encoding'] as string | undefined;
+    const encoding = headers['grpc-encoding'];
     if (!isSupportedEncoding(encoding)) {
       return answerEarly(
         stream,
@@ -379,7 +381,7 @@ export class GrpcServer {
     }
     let timeoutMs: number | undefined;
     try {
-      timeoutMs = parseTimeout(headers['grpc-timeout'] as string | undefined);
+      timeoutMs = parseTimeout(headers['grpc-timeout']);
     } catch (err) {
       return answerEarly(stream, (err as GrpcError).code, (err as GrpcError).message);
     }
@@ -388,17 +390,19 @@ export class GrpcServer {
     const call = new ServerCall(stream, path, name, headers, conn.peer, deadline, conn);
     conn.calls.add(call);
     const held = { bytes: 0 };
-    stream.once('close', () => {
+    stream.onClose = () => {
       if (held.bytes > 0) conn.release(held.bytes);
       held.bytes = 0;
       call.streamClosed();
-    });
+    };
     if (this.closing) call.abort('shutdown');
 
     const maxBytes = method.maxMessageBytes ?? this.opts.limits.maxMessageBytes;
+    let refused = false;
     const refuse = (err: unknown) => {
-      stream.removeAllListeners('data');
-      stream.resume(); // discard whatever is still arriving until the reset below stops it
+      refused = true;
+      stream.onData = undefined; // discard whatever is still arriving until the reset below stops it
+      stream.resume();
       if (!(err instanceof LimitError)) {
         this.opts.logger.error({ err, method: name }, 'failed to read a request');
         call.fail(GrpcStatus.INTERNAL, 'failed to read the request');
@@ -411,18 +415,17 @@ export class GrpcServer {
         );
       }
       // Once answered, tell the client to stop sending the rest of the request (RFC 9113 §8.1).
-      call.onAnswered(() =>
-        setImmediate(() => {
-          if (!stream.closed && !stream.destroyed) stream.close(constants.NGHTTP2_NO_ERROR);
-        }),
-      );
+      call.onAnswered(() => {
+        if (!stream.closed) stream.reset(H2Error.NO_ERROR);
+      });
     };
 
-    if (conn.outbound > this.opts.limits.maxConnectionOutboundBytes) {
+    const outbound = conn.h2.outboundBytes;
+    if (outbound > this.opts.limits.maxConnectionOutboundBytes) {
       refuse(
         new LimitError(
           'inbound-budget',
-          `the client has not read ${conn.outbound} bytes of earlier answers on this connection`,
+          `the client has not read ${outbound} bytes of earlier answers on this connection`,
         ),
       );
       return;
@@ -471,19 +474,19 @@ export class GrpcServer {
         },
         (n) => this.reserve(conn, held, n),
       );
-      stream.on('data', (chunk: Buffer) => {
+      stream.onData = (chunk: Buffer) => {
         try {
           reader.push(chunk);
         } catch (err) {
           failed = true;
           refuse(err);
         }
-      });
-      stream.once('end', () => {
+      };
+      stream.onEnd = () => {
         void chain.then(() => {
           if (!failed) call.halfClosed();
         });
-      });
+      };
       this.guard(call, () => method.onOpen?.(call));
       return;
     }
@@ -498,16 +501,15 @@ export class GrpcServer {
       },
       (n) => this.reserve(conn, held, n),
     );
-    const onData = (chunk: Buffer) => {
+    stream.onData = (chunk: Buffer) => {
       try {
         reader.push(chunk);
       } catch (err) {
         refuse(err);
       }
     };
-    stream.on('data', onData);
-    stream.once('end', () => {
-      if (!call.isOpen || stream.listenerCount('data') === 0) return;
+    stream.onEnd = () => {
+      if (!call.isOpen || refused) return;
       if (!request || reader.partial || extra) {
         call.fail(
           GrpcStatus.INTERNAL,
@@ -526,7 +528,7 @@ export class GrpcServer {
           },
           (err: unknown) => refuse(err),
         );
-    });
+    };
   }
 }
 
@@ -534,32 +536,19 @@ const RESOLVED: Promise<void> = Promise.resolve();
 
 /** A call refused before it reached its method: trailers-only, then the stream is closed. */
 function answerEarly(
-  stream: http2.ServerHttp2Stream,
+  stream: H2Stream,
   code: GrpcStatus,
   message: string,
   extra: Record<string, string> = {},
 ): void {
-  try {
-    stream.respond(
-      {
-        [constants.HTTP2_HEADER_STATUS]: 200,
-        [constants.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
-        'grpc-status': String(code),
-        'grpc-message': message,
-        ...extra,
-      },
-      { endStream: true },
-    );
-  } catch {
-    // reset meanwhile
-  }
-  stream.close(constants.NGHTTP2_NO_ERROR);
+  stream.respond(trailersOnlyBlock(code, message, extra), true);
+  if (!stream.closed) stream.reset(H2Error.NO_ERROR);
 }
 
-function respondPlain(stream: http2.ServerHttp2Stream, status: number): void {
-  try {
-    stream.respond({ [constants.HTTP2_HEADER_STATUS]: status }, { endStream: true });
-  } catch {
-    // reset meanwhile
-  }
+const plainHeaders = new HpackEncoder();
+
+/** Not a gRPC request: an HTTP status alone. */
+function respondPlain(stream: H2Stream, status: number): void {
+  stream.respond(plainHeaders.encode({ ':status': String(status) }), true);
+  if (!stream.closed) stream.reset(H2Error.NO_ERROR);
 }

@@ -5,12 +5,7 @@
  * HTTP/2 flow control — ending with `grpc-status` trailers.
  */
 import type { CancelSignal } from '../../common/cancel-signal.js';
-import {
-  constants,
-  type IncomingHttpHeaders,
-  type ServerHttp2Stream,
-  type ServerStreamResponseOptions,
-} from 'node:http2';
+import { HpackEncoder } from '../../common/http2/hpack.js';
 import type { TLSSocket } from 'node:tls';
 import {
   ACCEPT_ENCODING,
@@ -20,7 +15,7 @@ import {
   GRPC_CONTENT_TYPE,
   GrpcStatus,
 } from './grpc-wire.js';
-import { sendTrailersNow } from './trailers.js';
+import type { H2Stream } from '../../common/http2/stream.js';
 
 /** Who is calling: enough for logs, sessions and an authenticator. */
 export interface PeerInfo {
@@ -46,29 +41,41 @@ export class CallAbortedError extends Error {
   }
 }
 
-/** The answer's headers (node:http2 copies them; never changed). */
-const RESPONSE_HEADERS = Object.freeze({
-  [constants.HTTP2_HEADER_STATUS]: 200,
-  [constants.HTTP2_HEADER_CONTENT_TYPE]: GRPC_CONTENT_TYPE,
+const hpack = new HpackEncoder();
+/** The answer's headers, encoded once. */
+const RESPONSE_HEADERS = hpack.encode({
+  ':status': '200',
+  'content-type': GRPC_CONTENT_TYPE,
   'grpc-accept-encoding': ACCEPT_ENCODING,
 });
-// `sendDate` is read by node:http2's respond() but missing from its typings.
-const RESPOND_OPTIONS = Object.freeze({
-  waitForTrailers: true,
-  sendDate: false,
-}) as ServerStreamResponseOptions;
-const TRAILERS_ONLY_OPTIONS = Object.freeze({
-  endStream: true,
-  sendDate: false,
-}) as ServerStreamResponseOptions;
-const OK_TRAILERS: Record<string, string> = Object.freeze({ 'grpc-status': String(GrpcStatus.OK) });
+const OK_TRAILERS = hpack.encode({ 'grpc-status': String(GrpcStatus.OK) });
+
+/** Trailers for `code` (OK without a message is encoded once). */
+function trailersBlock(code: GrpcStatus, message: string): Buffer {
+  if (code === GrpcStatus.OK && !message) return OK_TRAILERS;
+  const fields: Record<string, string> = { 'grpc-status': String(code) };
+  if (message) fields['grpc-message'] = encodeMessage(message);
+  return hpack.encode(fields);
+}
+
+/** A trailers-only answer (RFC: gRPC over HTTP/2, "Trailers-Only"): status 200 and the status fields. */
+export function trailersOnlyBlock(code: GrpcStatus, message: string, extra?: Record<string, string>): Buffer {
+  const fields: Record<string, string> = {
+    ':status': '200',
+    'content-type': GRPC_CONTENT_TYPE,
+    'grpc-accept-encoding': ACCEPT_ENCODING,
+    ...extra,
+    'grpc-status': String(code),
+  };
+  if (message) fields['grpc-message'] = encodeMessage(message);
+  return hpack.encode(fields);
+}
 
 /** Bytes a call may have waiting for the client's flow-control window before `write` says "wait". */
 const CALL_HIGH_WATER_MARK = 256 * 1024;
 
-/** What the server tracks for the connection a call belongs to (outbound bytes not yet sent). */
+/** What the server tracks for the connection a call belongs to. */
 export interface CallOwner {
-  outbound: number;
   callFinished(call: ServerCall): void;
 }
 
@@ -79,7 +86,6 @@ export class ServerCall {
   private headersSent = false;
   private finished = false;
   private closed = false;
-  private pending = 0;
   private drainWaiters: (() => void)[] = [];
   private messageListener: ((m: Buffer) => void) | undefined;
   private halfCloseListener: (() => void) | undefined;
@@ -89,12 +95,13 @@ export class ServerCall {
   private abortReason: CallAbortReason | undefined;
 
   constructor(
-    readonly stream: ServerHttp2Stream,
+    readonly stream: H2Stream,
     /** e.g. `/apache.rocketmq.v2.MessagingService/SendMessage` */
     readonly path: string,
     /** The method name (the last path segment). */
     readonly method: string,
-    readonly headers: IncomingHttpHeaders,
+    /** The request's headers (lower-case names). */
+    readonly headers: Readonly<Record<string, string>>,
     readonly peer: PeerInfo,
     /** ms since the epoch, or Infinity. */
     readonly deadline: number,
@@ -103,8 +110,7 @@ export class ServerCall {
 
   /** A header as one string ('' when absent). */
   header(name: string): string {
-    const v = this.headers[name];
-    return v === undefined ? '' : Array.isArray(v) ? (v[0] ?? '') : v;
+    return this.headers[name] ?? '';
   }
 
   /**
@@ -197,15 +203,14 @@ export class ServerCall {
   write(payload: Uint8Array): boolean {
     if (!this.isOpen) return false;
     this.sendHeaders();
-    const framed = frameMessage(payload);
-    this.track(framed.length);
-    this.stream.write(framed, () => this.untrack(framed.length));
-    return this.pending < CALL_HIGH_WATER_MARK;
+    this.stream.write(frameMessage(payload));
+    return this.stream.queuedBytes < CALL_HIGH_WATER_MARK;
   }
 
   /** Resolves once this call's unsent bytes fall under the high-water mark (or the call ends). */
   drain(): Promise<void> {
-    if (this.pending < CALL_HIGH_WATER_MARK || !this.isOpen) return Promise.resolve();
+    if (this.stream.queuedBytes < CALL_HIGH_WATER_MARK || !this.isOpen) return Promise.resolve();
+    this.stream.onDrain ??= () => this.drained();
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
@@ -218,9 +223,8 @@ export class ServerCall {
       this.trailersOnly(code, message);
       return;
     }
-    this.trailerCode = code;
-    this.trailerMessage = message;
-    this.stream.end();
+    this.stream.trailers(trailersBlock(code, message));
+    this.markAnswered();
   }
 
   /** Fail the call with a gRPC status (trailers-only when nothing was sent yet). */
@@ -249,8 +253,6 @@ export class ServerCall {
     for (const w of this.drainWaiters.splice(0)) w();
     for (const l of this.closeListeners.splice(0)) l();
     this.markAnswered();
-    this.owner.outbound -= this.pending;
-    this.pending = 0;
     this.owner.callFinished(this);
   }
 
@@ -279,56 +281,20 @@ export class ServerCall {
     this.finished = true;
     this.clearTimer();
     this.sendHeaders();
-    // Counted until the stream closes (streamClosed releases it). No callback on `end`: node:http2
-    // mostly destroys an answered stream before its 'finish', and a pending end callback then costs
-    // an ERR_STREAM_DESTROYED error with a captured stack trace per call.
-    this.track(framed.length);
-    this.stream.end(framed);
+    this.stream.write(framed);
+    this.stream.trailers(OK_TRAILERS);
+    this.markAnswered();
   }
-
-  private trailerCode: GrpcStatus = GrpcStatus.OK;
-  private trailerMessage = '';
 
   private sendHeaders(): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
-    // No `date` header (gRPC does not use it; node:http2 would format one per answer).
-    stream.respond(RESPONSE_HEADERS, RESPOND_OPTIONS);
-    stream.once('wantTrailers', () => this.sendTrailers());
-  }
-
-  private sendTrailers(): void {
-    const trailers: Record<string, string> =
-      this.trailerCode === GrpcStatus.OK && !this.trailerMessage
-        ? OK_TRAILERS
-        : { 'grpc-status': String(this.trailerCode) };
-    if (this.trailerMessage) trailers['grpc-message'] = encodeMessage(this.trailerMessage);
-    try {
-      sendTrailersNow(this.stream, trailers);
-    } catch {
-      // the stream was reset meanwhile
-    }
-    this.markAnswered();
+    this.stream.respond(RESPONSE_HEADERS, false);
   }
 
   private trailersOnly(code: GrpcStatus, message: string): void {
     this.headersSent = true;
-    const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
-    const headers: Record<string, string | number> = {
-      [constants.HTTP2_HEADER_STATUS]: 200,
-      [constants.HTTP2_HEADER_CONTENT_TYPE]: GRPC_CONTENT_TYPE,
-      'grpc-accept-encoding': ACCEPT_ENCODING,
-      'grpc-status': String(code),
-    };
-    if (message) headers['grpc-message'] = encodeMessage(message);
-    try {
-      stream.respond(headers, TRAILERS_ONLY_OPTIONS);
-    } catch {
-      // the stream was reset meanwhile
-    }
+    this.stream.respond(trailersOnlyBlock(code, message), true);
     this.markAnswered();
   }
 
@@ -339,16 +305,8 @@ export class ServerCall {
     if (ls) for (const l of ls) l();
   }
 
-  private track(n: number): void {
-    this.pending += n;
-    this.owner.outbound += n;
-  }
-
-  private untrack(n: number): void {
-    if (this.closed) return;
-    this.pending -= n;
-    this.owner.outbound -= n;
-    if (this.pending < CALL_HIGH_WATER_MARK) for (const w of this.drainWaiters.splice(0)) w();
+  private drained(): void {
+    if (this.stream.queuedBytes < CALL_HIGH_WATER_MARK) for (const w of this.drainWaiters.splice(0)) w();
   }
 
   private clearTimer(): void {

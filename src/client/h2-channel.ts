@@ -1,5 +1,5 @@
 /**
- * The SDK's gRPC transport: one HTTP/2 connection (plaintext or TLS with ALPN h2) to one broker endpoint
+ * The SDK's gRPC transport: one HTTP/2 connection (Vela's own, `common/http2/connection.ts`) (plaintext or TLS with ALPN h2) to one broker endpoint
  * set, dialled on first use and re-dialled after it drops, with exponential backoff between failed
  * dials; unary, server-streaming and bidi calls with `grpc-timeout` deadlines enforced locally too,
  * cancellation by AbortSignal (RST_STREAM), gzip answers inflated within the receive limit, and
@@ -13,9 +13,13 @@
  * on it with the same status) and its deadline and abort plumbing; the wire format they share is
  * already apart, in protocol/transport/grpc-wire.ts.
  */
-import http2, { constants } from 'node:http2';
 import { EventEmitter } from 'node:events';
-import type { SecureContextOptions } from 'node:tls';
+import net from 'node:net';
+import tls, { type SecureContextOptions } from 'node:tls';
+import { H2Connection } from '../common/http2/connection.js';
+import { H2Error } from '../common/http2/frames.js';
+import { HpackEncoder } from '../common/http2/hpack.js';
+import type { H2Stream } from '../common/http2/stream.js';
 import {
   ACCEPT_ENCODING,
   decodeMessage,
@@ -72,18 +76,27 @@ const BACKOFF = { initialMs: 1000, multiplier: 1.6, maxMs: 120_000, jitter: 0.2 
 const DIAL_TIMEOUT_MS = 20_000;
 const STREAM_WINDOW = 1024 * 1024;
 const CONNECTION_WINDOW = 16 * 1024 * 1024;
+/** Answer headers the SDK accepts (SETTINGS_MAX_HEADER_LIST_SIZE). */
+const MAX_HEADER_LIST_BYTES = 64 * 1024;
+const hpack = new HpackEncoder();
+const EMPTY = Buffer.alloc(0);
 
 type Headers = Record<string, string>;
 
+type Session = H2Connection;
+
 export class H2Channel {
-  private session: http2.ClientHttp2Session | undefined;
-  private dialing: Promise<http2.ClientHttp2Session> | undefined;
+  private session: Session | undefined;
+  private dialing: Promise<Session> | undefined;
   private failures = 0;
   private retryAt = 0;
   private lastError: TransportError | undefined;
   private closed = false;
-  private readonly sessions = new Set<http2.ClientHttp2Session>();
-  private readonly active = new Map<http2.ClientHttp2Session, number>();
+  private readonly sessions = new Set<Session>();
+  private readonly sockets = new Set<net.Socket>();
+  private readonly active = new Map<Session, number>();
+  /** `host:port` each connection was dialled at (its requests' `:authority`). */
+  private readonly authorities = new WeakMap<Session, string>();
 
   constructor(private readonly o: ChannelOptions) {}
 
@@ -129,7 +142,16 @@ export class H2Channel {
       return call;
     }
     this.ready(Infinity).then(
-      (session) => call.attach(this.open(session, path, headers, undefined)),
+      (session) => {
+        let stream: H2Stream;
+        try {
+          stream = this.open(session, path, headers, undefined);
+        } catch (err) {
+          call.fail(new TransportError(GrpcStatus.UNAVAILABLE, (err as Error).message));
+          return;
+        }
+        call.attach(stream, () => this.untrack(session));
+      },
       (err: TransportError) => call.fail(err),
     );
     return call;
@@ -156,6 +178,7 @@ export class H2Channel {
     if (this.closed) return;
     this.closed = true;
     for (const s of this.sessions) s.destroy();
+    for (const socket of this.sockets) socket.destroy();
     this.sessions.clear();
     this.session = undefined;
   }
@@ -163,10 +186,10 @@ export class H2Channel {
   // ---- connecting -------------------------------------------------------------------------------
 
   /** The live session, or a dial (unless one failed recently: then UNAVAILABLE at once). */
-  private ready(deadline: number, ignoreBackoff = false): Promise<http2.ClientHttp2Session> {
+  private ready(deadline: number, ignoreBackoff = false): Promise<Session> {
     if (this.closed) return Promise.reject(new TransportError(GrpcStatus.CANCELLED, 'the channel is closed'));
     const s = this.session;
-    if (s && !s.closed && !s.destroyed) return Promise.resolve(s);
+    if (s && s.canRequest) return Promise.resolve(s);
     if (!this.dialing) {
       if (!ignoreBackoff && Date.now() < this.retryAt && this.lastError)
         return Promise.reject(this.lastError);
@@ -177,7 +200,7 @@ export class H2Channel {
     return withDeadline(this.dialing, deadline);
   }
 
-  private async dial(): Promise<http2.ClientHttp2Session> {
+  private async dial(): Promise<Session> {
     let last: unknown;
     for (const a of this.o.addresses) {
       try {
@@ -201,125 +224,136 @@ export class H2Channel {
     throw this.lastError;
   }
 
-  private connect(host: string, port: number): Promise<http2.ClientHttp2Session> {
+  private connect(host: string, port: number): Promise<Session> {
     return new Promise((resolve, reject) => {
       if (this.closed) return reject(new Error('the channel is closed'));
-      const tls = this.o.tls;
-      const authority = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
-      const options: http2.SecureClientSessionOptions = {
-        settings: { initialWindowSize: STREAM_WINDOW, enablePush: false },
-        maxSessionMemory: 4096,
-      };
-      if (tls) {
-        Object.assign(options, {
-          ALPNProtocols: ['h2'],
-          minVersion: 'TLSv1.2',
-          ...(typeof tls === 'object' ? tls : {}),
-        });
-      }
-      const session = http2.connect(authority, options);
-      this.sessions.add(session);
+      const secure = this.o.tls;
+      const socket: net.Socket = secure
+        ? tls.connect({
+            host,
+            port,
+            ALPNProtocols: ['h2'],
+            minVersion: 'TLSv1.2',
+            ...(net.isIP(host) ? {} : { servername: host }),
+            ...(typeof secure === 'object' ? secure : {}),
+          })
+        : net.connect({ host, port });
+      socket.setNoDelay(true);
+      this.sockets.add(socket);
       let settled = false;
-      const timer = setTimeout(() => {
-        session.destroy();
-        if (!settled) reject(new Error(`no connection within ${DIAL_TIMEOUT_MS} ms`));
-        settled = true;
-      }, DIAL_TIMEOUT_MS);
-      timer.unref();
-      const onError = (err: Error) => {
+      let session: Session | undefined;
+      const fail = (err: Error) => {
         clearTimeout(timer);
-        session.destroy();
+        socket.destroy();
         if (!settled) reject(err);
         settled = true;
       };
-      session.once('error', onError);
-      session.once('close', () => onError(new Error('the connection closed before the broker spoke HTTP/2')));
-      // Ready once the broker's SETTINGS arrive (as grpc-js): a port that accepts and drops the
-      // connection (a TLS-only broker, a dying one) is a failed dial, subject to backoff.
-      session.once('remoteSettings', () => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        session.off('error', onError);
-        session.on('error', () => {}); // 'close' follows; calls fail on their own streams
-        try {
-          session.setLocalWindowSize(CONNECTION_WINDOW);
-        } catch {
-          // closing already
-        }
-        this.keepalive(session);
-        resolve(session);
+      const timer = setTimeout(
+        () => fail(new Error(`no connection within ${DIAL_TIMEOUT_MS} ms`)),
+        DIAL_TIMEOUT_MS,
+      );
+      timer.unref();
+      socket.once('error', fail);
+      socket.once('close', () => {
+        this.sockets.delete(socket);
+        fail(new Error('the connection closed before the broker spoke HTTP/2'));
       });
       const forget = () => {
         if (this.session === session) this.session = undefined;
       };
-      // After GOAWAY no new streams go to this session; the ones open finish on it.
-      session.once('goaway', forget);
-      session.once('close', () => {
-        clearTimeout(timer);
-        forget();
-        this.sessions.delete(session);
+      socket.once(secure ? 'secureConnect' : 'connect', () => {
+        if (secure && (socket as tls.TLSSocket).alpnProtocol !== 'h2') {
+          fail(new Error('the broker did not negotiate HTTP/2 (ALPN h2)'));
+          return;
+        }
+        const s = new H2Connection(
+          socket,
+          {
+            role: 'client',
+            maxConcurrentStreams: 0,
+            streamWindow: STREAM_WINDOW,
+            connectionWindow: CONNECTION_WINDOW,
+            maxHeaderListSize: MAX_HEADER_LIST_BYTES,
+          },
+          {
+            // Ready once the broker's SETTINGS arrive (as grpc-js): a port that accepts and drops the
+            // connection (a TLS-only broker, a dying one) is a failed dial, subject to backoff.
+            onReady: () => {
+              if (settled) return;
+              settled = true;
+              clearTimeout(timer);
+              socket.off('error', fail);
+              this.sessions.add(s);
+              this.keepalive(s);
+              resolve(s);
+            },
+            // After GOAWAY no new streams go to this connection; the ones open finish on it.
+            onGoaway: forget,
+            onClose: () => {
+              forget();
+              this.sessions.delete(s);
+            },
+            onProtocolError: () => {},
+          },
+        );
+        session = s;
+        this.authorities.set(s, `${host.includes(':') ? `[${host}]` : host}:${port}`);
       });
       // An idle connection does not keep the process alive; one with calls in progress does.
-      session.unref();
+      socket.unref();
     });
   }
 
-  private keepalive(session: http2.ClientHttp2Session): void {
+  private keepalive(session: Session): void {
     const every = this.o.keepaliveMs ?? 30_000;
     if (every <= 0) return;
     const timeout = this.o.keepaliveTimeoutMs ?? 10_000;
     const timer = setInterval(() => {
-      if (session.closed || session.destroyed) return;
+      if (session.closed) return;
       const deadline = setTimeout(() => session.destroy(), timeout);
       deadline.unref();
-      try {
-        session.ping((err) => {
-          clearTimeout(deadline);
-          if (err) session.destroy();
-        });
-      } catch {
+      session.ping((err) => {
         clearTimeout(deadline);
-      }
+        if (err) session.destroy();
+      });
     }, every);
     timer.unref();
-    session.once('close', () => clearInterval(timer));
+    session.socket.once('close', () => clearInterval(timer));
   }
 
   // ---- calls ------------------------------------------------------------------------------------
 
-  /** Count a stream as in progress on its session (ref'd while any is). */
-  private track(session: http2.ClientHttp2Session, stream: http2.ClientHttp2Stream): void {
+  /** Count a stream as in progress on its connection (ref'd while any is). */
+  private track(session: Session): void {
     const n = this.active.get(session) ?? 0;
     this.active.set(session, n + 1);
-    if (n === 0) session.ref();
-    stream.once('close', () => {
-      const left = (this.active.get(session) ?? 1) - 1;
-      if (left > 0) this.active.set(session, left);
-      else {
-        this.active.delete(session);
-        if (!session.destroyed) session.unref();
-      }
-    });
+    if (n === 0) session.socket.ref();
   }
 
-  private open(
-    session: http2.ClientHttp2Session,
-    path: string,
-    headers: Headers,
-    timeoutMs: number | undefined,
-  ): http2.ClientHttp2Stream {
-    const h: http2.OutgoingHttpHeaders = {
-      [constants.HTTP2_HEADER_METHOD]: 'POST',
-      [constants.HTTP2_HEADER_PATH]: path,
-      [constants.HTTP2_HEADER_CONTENT_TYPE]: GRPC_CONTENT_TYPE,
+  private untrack(session: Session): void {
+    const left = (this.active.get(session) ?? 1) - 1;
+    if (left > 0) this.active.set(session, left);
+    else {
+      this.active.delete(session);
+      if (!session.socket.destroyed) session.socket.unref();
+    }
+  }
+
+  /** Open a call's stream; `onClose` runs once it closes (after the stream's own close listener). */
+  private open(session: Session, path: string, headers: Headers, timeoutMs: number | undefined): H2Stream {
+    const h: Headers = {
+      ':method': 'POST',
+      ':scheme': this.o.tls ? 'https' : 'http',
+      ':path': path,
+      ':authority': this.authorities.get(session) ?? 'localhost',
+      'content-type': GRPC_CONTENT_TYPE,
       te: 'trailers',
       'grpc-accept-encoding': ACCEPT_ENCODING,
       ...headers,
     };
     if (timeoutMs !== undefined) h['grpc-timeout'] = formatTimeout(timeoutMs);
-    const stream = session.request(h);
-    this.track(session, stream);
+    const stream = session.request(hpack.encode(h));
+    this.track(session);
     return stream;
   }
 
@@ -333,7 +367,7 @@ export class H2Channel {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const deadline = Date.now() + timeoutMs;
     const s = this.session;
-    if (s && !s.closed && !s.destroyed && !this.closed) {
+    if (s && s.canRequest && !this.closed) {
       return this.run(s, path, headers, request, deadline, signal);
     }
     return this.ready(deadline).then(
@@ -348,7 +382,7 @@ export class H2Channel {
   }
 
   private run(
-    session: http2.ClientHttp2Session,
+    session: Session,
     path: string,
     headers: Headers,
     request: Uint8Array,
@@ -361,7 +395,7 @@ export class H2Channel {
         reject(new TransportError(GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded'));
         return;
       }
-      let stream: http2.ClientHttp2Stream;
+      let stream: H2Stream;
       try {
         stream = this.open(session, path, headers, remaining);
       } catch (err) {
@@ -379,17 +413,21 @@ export class H2Channel {
         if (err) reject(err);
         else resolve(messages!);
       };
+      // Settled before the reset: resetting closes the stream at once, which would settle it too.
       const timer = setTimeout(() => {
-        stream.close(constants.NGHTTP2_CANCEL);
         finish(new TransportError(GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded'));
+        stream.reset(H2Error.CANCEL);
       }, remaining);
       const onAbort = () => {
-        stream.close(constants.NGHTTP2_CANCEL);
         finish(signal!.reason);
+        stream.reset(H2Error.CANCEL);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      reader.bind(stream, (err, messages) => finish(err, messages));
-      stream.end(frameMessage(request));
+      reader.bind(stream, (err, messages) => {
+        this.untrack(session);
+        finish(err, messages);
+      });
+      stream.write(frameMessage(request), true);
     });
   }
 }
@@ -404,7 +442,7 @@ class ResponseReader {
   constructor(private readonly maxBytes: number) {}
 
   /** Collect the whole answer; `done` once the stream closes. */
-  bind(stream: http2.ClientHttp2Stream, done: (err: unknown, messages?: Buffer[]) => void): void {
+  bind(stream: H2Stream, done: (err: unknown, messages?: Buffer[]) => void): void {
     const reader = new MessageReader(this.maxBytes, (m) => this.messages.push(m));
     this.listen(
       stream,
@@ -426,20 +464,25 @@ class ResponseReader {
   }
 
   /** Shared by unary and bidi: headers, trailers, data chunks, and the close. */
-  listen(stream: http2.ClientHttp2Stream, onChunk: (chunk: Buffer) => void, onClose: () => void): void {
-    stream.on('response', (h) => {
-      const httpStatus = Number(h[constants.HTTP2_HEADER_STATUS]);
-      const contentType = String(h[constants.HTTP2_HEADER_CONTENT_TYPE] ?? '');
+  listen(stream: H2Stream, onChunk: (chunk: Buffer) => void, onClose: () => void): void {
+    let responded = false;
+    stream.onHeaders = (h) => {
+      if (responded) {
+        this.readStatus(h); // trailers
+        return;
+      }
+      responded = true;
+      const httpStatus = Number(h[':status']);
+      const contentType = h['content-type'] ?? '';
       if (httpStatus !== 200) {
         this.failure ??= new TransportError(httpToGrpc(httpStatus), `HTTP status ${httpStatus}`);
       } else if (!contentType.startsWith(GRPC_CONTENT_TYPE)) {
         this.failure ??= new TransportError(GrpcStatus.UNKNOWN, `content-type ${contentType || '(none)'}`);
       }
-      this.encoding = h['grpc-encoding'] as string | undefined;
+      this.encoding = h['grpc-encoding'];
       this.readStatus(h); // trailers-only answers
-    });
-    stream.on('trailers', (t) => this.readStatus(t));
-    stream.on('data', (chunk: Buffer) => {
+    };
+    stream.onData = (chunk: Buffer) => {
       if (this.failure) return;
       try {
         onChunk(chunk);
@@ -450,11 +493,10 @@ class ResponseReader {
             : GrpcStatus.INTERNAL,
           (err as Error).message,
         );
-        stream.close(constants.NGHTTP2_CANCEL);
+        stream.reset(H2Error.CANCEL);
       }
-    });
-    stream.on('error', () => {}); // 'close' carries the outcome
-    stream.once('close', onClose);
+    };
+    stream.onClose = onClose;
   }
 
   decompress(messages: RawMessage[]): Promise<Buffer[]> {
@@ -486,26 +528,25 @@ class ResponseReader {
     return this.failure;
   }
 
-  private readStatus(h: http2.IncomingHttpHeaders): void {
+  private readStatus(h: Record<string, string>): void {
     const st = h['grpc-status'];
     if (st === undefined || this.status) return;
     const code = Number(st);
     this.status = {
       code: (Number.isInteger(code) ? code : GrpcStatus.UNKNOWN) as GrpcStatus,
-      message: decodeMessage(h['grpc-message'] as string | undefined),
+      message: decodeMessage(h['grpc-message']),
     };
   }
 }
 
 /** The status of a stream that closed without one. */
-function statusOfClose(stream: http2.ClientHttp2Stream): { code: GrpcStatus; message: string } {
-  const rst = stream.rstCode;
-  if (rst === constants.NGHTTP2_REFUSED_STREAM) {
+function statusOfClose(stream: H2Stream): { code: GrpcStatus; message: string } {
+  const rst = stream.resetCode;
+  if (rst === H2Error.REFUSED_STREAM) {
     return { code: GrpcStatus.UNAVAILABLE, message: 'the broker refused the stream' };
   }
-  if (rst === constants.NGHTTP2_CANCEL)
-    return { code: GrpcStatus.CANCELLED, message: 'the call was cancelled' };
-  if (rst !== undefined && rst !== constants.NGHTTP2_NO_ERROR) {
+  if (rst === H2Error.CANCEL) return { code: GrpcStatus.CANCELLED, message: 'the call was cancelled' };
+  if (rst !== undefined && rst !== H2Error.NO_ERROR) {
     return { code: GrpcStatus.INTERNAL, message: `the stream was reset (HTTP/2 error ${rst})` };
   }
   return { code: GrpcStatus.UNAVAILABLE, message: 'the connection closed before the call was answered' };
@@ -541,7 +582,7 @@ export interface BidiCodec<In, Out> {
  * (the final status), 'error' (a non-OK status as a TransportError), 'end' and 'close'.
  */
 export class BidiCall<In, Out> extends EventEmitter {
-  private stream: http2.ClientHttp2Stream | undefined;
+  private stream: H2Stream | undefined;
   private pending: Buffer[] = [];
   private ending = false;
   private cancelled = false;
@@ -564,25 +605,26 @@ export class BidiCall<In, Out> extends EventEmitter {
   /** Half-close: no more messages from this side. */
   end(): void {
     this.ending = true;
-    this.stream?.end();
+    this.stream?.write(EMPTY, true);
   }
 
   /** Reset the stream (RST_STREAM CANCEL). */
   cancel(): void {
     this.cancelled = true;
-    if (this.stream) this.stream.close(constants.NGHTTP2_CANCEL);
+    if (this.stream) this.stream.reset(H2Error.CANCEL);
     else this.fail(new TransportError(GrpcStatus.CANCELLED, 'the call was cancelled'));
   }
 
   /** @internal */
-  attach(stream: http2.ClientHttp2Stream): void {
+  attach(stream: H2Stream, onClosed: () => void): void {
     if (this.cancelled || this.done) {
-      stream.close(constants.NGHTTP2_CANCEL);
+      stream.reset(H2Error.CANCEL);
+      onClosed();
       return;
     }
     this.stream = stream;
     for (const f of this.pending.splice(0)) stream.write(f);
-    if (this.ending) stream.end();
+    if (this.ending) stream.write(EMPTY, true);
     const response = new ResponseReader(this.maxBytes);
     let chain: Promise<void> = Promise.resolve();
     const deliver = (bytes: Buffer) => {
@@ -591,7 +633,7 @@ export class BidiCall<In, Out> extends EventEmitter {
       try {
         message = this.codec.decode(bytes);
       } catch (err) {
-        stream.close(constants.NGHTTP2_CANCEL);
+        stream.reset(H2Error.CANCEL);
         this.fail(
           new TransportError(GrpcStatus.INTERNAL, `cannot decode a message: ${(err as Error).message}`),
         );
@@ -608,7 +650,7 @@ export class BidiCall<In, Out> extends EventEmitter {
         response.decompress([m]).then(
           ([b]) => deliver(b!),
           (err: unknown) => {
-            stream.close(constants.NGHTTP2_CANCEL);
+            stream.reset(H2Error.CANCEL);
             this.fail(err as TransportError);
           },
         ),
@@ -618,6 +660,7 @@ export class BidiCall<In, Out> extends EventEmitter {
       stream,
       (chunk) => reader.push(chunk),
       () => {
+        onClosed();
         void chain.then(() => {
           if (this.done) return;
           const st =

@@ -78,6 +78,8 @@ const STREAM_WINDOW = 1024 * 1024;
 const CONNECTION_WINDOW = 16 * 1024 * 1024;
 /** Answer headers the SDK accepts (SETTINGS_MAX_HEADER_LIST_SIZE). */
 const MAX_HEADER_LIST_BYTES = 64 * 1024;
+/** SETTINGS_MAX_FRAME_SIZE: a large answer or request goes in a few DATA frames (as windows allow). */
+const MAX_FRAME_BYTES = 1024 * 1024;
 const hpack = new HpackEncoder();
 const EMPTY = Buffer.alloc(0);
 
@@ -274,6 +276,7 @@ export class H2Channel {
             streamWindow: STREAM_WINDOW,
             connectionWindow: CONNECTION_WINDOW,
             maxHeaderListSize: MAX_HEADER_LIST_BYTES,
+            maxFrameSize: MAX_FRAME_BYTES,
           },
           {
             // Ready once the broker's SETTINGS arrive (as grpc-js): a port that accepts and drops the

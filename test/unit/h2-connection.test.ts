@@ -368,3 +368,33 @@ test('with node:http2 as the client: a 1 MiB answer through a 16 KiB window, and
     session.destroy();
   }
 });
+
+test('the frame reader gives the same frames however the bytes are cut (headers split, frames over many chunks)', () => {
+  let seed = 7;
+  const rand = (n: number) => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed % n;
+  };
+  const sent: Frame[] = [];
+  for (let i = 0; i < 60; i++) {
+    const size = i % 10 === 0 ? 200_000 + rand(100_000) : rand(300);
+    const payload = Buffer.alloc(size, i);
+    sent.push({ type: rand(10), flags: rand(256), id: rand(1000), payload });
+  }
+  const bytes = Buffer.concat(sent.map((f) => frame(f.type, f.flags, f.id, f.payload)));
+  for (const maxCut of [1, 7, 100, 70_000]) {
+    const got: Frame[] = [];
+    const reader = new FrameReader(1 << 20, (type, flags, id, payload) =>
+      got.push({ type, flags, id, payload: Buffer.from(payload) }),
+    );
+    for (let p = 0; p < bytes.length;) {
+      const n = 1 + rand(maxCut);
+      reader.push(bytes.subarray(p, p + n));
+      p += n;
+    }
+    assert.equal(reader.buffered, 0);
+    assert.deepEqual(got, sent, `cuts of up to ${maxCut} bytes`);
+  }
+  const small = new FrameReader(16_384, () => {});
+  assert.throws(() => small.push(frame(FrameType.DATA, 0, 1, Buffer.alloc(16_385))), /16385 bytes/);
+});

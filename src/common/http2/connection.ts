@@ -51,6 +51,12 @@ export interface H2ConnectionSettings {
   connectionWindow: number;
   /** SETTINGS_MAX_HEADER_LIST_SIZE; a larger request is answered 431. */
   maxHeaderListSize: number;
+  /**
+   * SETTINGS_MAX_FRAME_SIZE: the largest frame payload accepted. Larger frames mean fewer frames and
+   * writes for the peer's large messages; a frame is buffered whole before it is read.
+   * @defaultValue 16,384 (HTTP/2's initial value)
+   */
+  maxFrameSize?: number;
 }
 
 export interface H2ConnectionEvents {
@@ -133,7 +139,8 @@ export class H2Connection {
   ) {
     this.client = settings.role === 'client';
     this.recvWindow = settings.connectionWindow;
-    this.reader = new FrameReader(DEFAULT_MAX_FRAME_SIZE, (t, f, id, p) => this.onFrame(t, f, id, p));
+    const maxFrameSize = settings.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
+    this.reader = new FrameReader(maxFrameSize, (t, f, id, p) => this.onFrame(t, f, id, p));
     this.decoder = new HpackDecoder({ maxHeaderListSize: settings.maxHeaderListSize });
     if (this.client) {
       this.prefaceBytes = CLIENT_PREFACE.length; // nothing to check: the server starts with SETTINGS
@@ -146,6 +153,7 @@ export class H2Connection {
           : [Setting.MAX_CONCURRENT_STREAMS, settings.maxConcurrentStreams],
         [Setting.INITIAL_WINDOW_SIZE, settings.streamWindow],
         [Setting.MAX_HEADER_LIST_SIZE, settings.maxHeaderListSize],
+        ...(maxFrameSize !== DEFAULT_MAX_FRAME_SIZE ? [[Setting.MAX_FRAME_SIZE, maxFrameSize] as const] : []),
       ]),
     );
     if (settings.connectionWindow > DEFAULT_WINDOW) {

@@ -154,12 +154,16 @@ export class H2ConnectionError extends Error {
 export type FrameListener = (type: number, flags: number, streamId: number, payload: Buffer) => void;
 
 /**
- * Cuts bytes into frames. Payloads are views of the received chunks when a frame lies within one
- * chunk (the usual case), so a listener that keeps one must not expect it to be a copy it owns
- * exclusively — chunks are never reused by Node, so keeping the view is safe.
+ * Cuts bytes into frames. A frame that lies within one received chunk (the usual case for small
+ * ones) is handed out as a view of it; one spread over several chunks is copied once, when its last
+ * byte arrives. Node never reuses a chunk it handed out, so a listener may keep a view.
  */
 export class FrameReader {
-  private pending: Buffer | undefined;
+  /** Chunks holding the start of a frame not yet complete. */
+  private parts: Buffer[] = [];
+  private partsBytes = 0;
+  /** Bytes the frame in `parts` needs in all (header included), once its header is known. */
+  private need = 0;
 
   constructor(
     /** Largest payload accepted (our SETTINGS_MAX_FRAME_SIZE). */
@@ -169,26 +173,30 @@ export class FrameReader {
 
   /** Bytes received that do not yet make a whole frame. */
   get buffered(): number {
-    return this.pending ? this.pending.length : 0;
+    return this.partsBytes;
   }
 
   /** Feed received bytes; calls the listener once per whole frame. Throws H2ConnectionError. */
   push(chunk: Buffer): void {
     let buf = chunk;
-    if (this.pending) {
-      buf = Buffer.concat([this.pending, chunk]);
-      this.pending = undefined;
+    if (this.partsBytes > 0) {
+      this.parts.push(chunk);
+      this.partsBytes += chunk.length;
+      if (this.need === 0 && this.partsBytes >= FRAME_HEADER_BYTES) {
+        const head = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.partsBytes);
+        this.parts = [head];
+        this.need = FRAME_HEADER_BYTES + this.lengthAt(head, 0);
+      }
+      if (this.need === 0 || this.partsBytes < this.need) return;
+      buf = Buffer.concat(this.parts, this.partsBytes);
+      this.parts = [];
+      this.partsBytes = 0;
+      this.need = 0;
     }
     let p = 0;
     const end = buf.length;
     while (end - p >= FRAME_HEADER_BYTES) {
-      const length = (buf[p]! << 16) | (buf[p + 1]! << 8) | buf[p + 2]!;
-      if (length > this.maxFrameSize) {
-        throw new H2ConnectionError(
-          H2Error.FRAME_SIZE_ERROR,
-          `a frame of ${length} bytes (max ${this.maxFrameSize})`,
-        );
-      }
+      const length = this.lengthAt(buf, p);
       if (end - p - FRAME_HEADER_BYTES < length) break;
       const type = buf[p + 3]!;
       const flags = buf[p + 4]!;
@@ -197,6 +205,23 @@ export class FrameReader {
       p = start + length;
       this.onFrame(type, flags, streamId, buf.subarray(start, p));
     }
-    if (p < end) this.pending = buf.subarray(p);
+    if (p < end) {
+      const rest = buf.subarray(p);
+      this.parts = [rest];
+      this.partsBytes = rest.length;
+      this.need = rest.length >= FRAME_HEADER_BYTES ? FRAME_HEADER_BYTES + this.lengthAt(rest, 0) : 0;
+    }
+  }
+
+  /** A frame's payload length, checked against the limit. */
+  private lengthAt(buf: Buffer, p: number): number {
+    const length = (buf[p]! << 16) | (buf[p + 1]! << 8) | buf[p + 2]!;
+    if (length > this.maxFrameSize) {
+      throw new H2ConnectionError(
+        H2Error.FRAME_SIZE_ERROR,
+        `a frame of ${length} bytes (max ${this.maxFrameSize})`,
+      );
+    }
+    return length;
   }
 }

@@ -94,6 +94,8 @@ const STREAM_WINDOW = 1024 * 1024;
 const CONNECTION_WINDOW = 16 * 1024 * 1024;
 /** SETTINGS_MAX_HEADER_LIST_SIZE: request metadata beyond it is refused (431). */
 const MAX_HEADER_LIST_BYTES = 64 * 1024;
+/** SETTINGS_MAX_FRAME_SIZE: a large answer or request goes in a few DATA frames (as windows allow). */
+const MAX_FRAME_BYTES = 1024 * 1024;
 
 class Connection implements CallOwner {
   inbound = 0;
@@ -289,6 +291,7 @@ export class GrpcServer {
         streamWindow: STREAM_WINDOW,
         connectionWindow: CONNECTION_WINDOW,
         maxHeaderListSize: MAX_HEADER_LIST_BYTES,
+        maxFrameSize: MAX_FRAME_BYTES,
       },
       {
         onStream: (s, headers) => this.onStream(conn, s, headers),

@@ -5,7 +5,7 @@
  * a server in a child process answers (a) unary calls (300-byte request, 40-byte answer) and (b)
  * server-streaming calls with 32 messages of 1.1 KB each, and a client in this process keeps 32
  * unary / 8 streaming calls in flight for a few seconds. Servers: `@grpc/grpc-js` (32 `call.write`s)
- * and Vela's node:http2 transport (src/protocol/transport, one write per answer). Clients: grpc-js
+ * and Vela's transport (src/protocol/transport on src/common/http2, one write per answer). Clients: grpc-js
  * (what the official Node client uses) and Vela's SDK channel (src/client/h2-channel.ts). Each row
  * gives the rate and the CPU time per call or message of each side.
  */

@@ -18,7 +18,6 @@ import net from 'node:net';
 import tls, { type SecureContextOptions } from 'node:tls';
 import { H2Connection } from '../common/http2/connection.js';
 import { H2Error } from '../common/http2/frames.js';
-import { HpackEncoder } from '../common/http2/hpack.js';
 import type { H2Stream } from '../common/http2/stream.js';
 import {
   ACCEPT_ENCODING,
@@ -80,7 +79,13 @@ const CONNECTION_WINDOW = 16 * 1024 * 1024;
 const MAX_HEADER_LIST_BYTES = 64 * 1024;
 /** SETTINGS_MAX_FRAME_SIZE: a large answer or request goes in a few DATA frames (as windows allow). */
 const MAX_FRAME_BYTES = 1024 * 1024;
-const hpack = new HpackEncoder();
+/** Request headers whose values change with every call: sent as literals, never indexed. */
+const VOLATILE_HEADERS: ReadonlySet<string> = new Set([
+  'grpc-timeout',
+  'x-mq-request-id',
+  'x-mq-date-time',
+  'authorization',
+]);
 const EMPTY = Buffer.alloc(0);
 
 type Headers = Record<string, string>;
@@ -277,6 +282,7 @@ export class H2Channel {
             connectionWindow: CONNECTION_WINDOW,
             maxHeaderListSize: MAX_HEADER_LIST_BYTES,
             maxFrameSize: MAX_FRAME_BYTES,
+            volatileHeaders: VOLATILE_HEADERS,
           },
           {
             // Ready once the broker's SETTINGS arrive (as grpc-js): a port that accepts and drops the
@@ -355,7 +361,7 @@ export class H2Channel {
       ...headers,
     };
     if (timeoutMs !== undefined) h['grpc-timeout'] = formatTimeout(timeoutMs);
-    const stream = session.request(hpack.encode(h));
+    const stream = session.request(h);
     this.track(session);
     return stream;
   }

@@ -679,3 +679,62 @@ test('the order of pseudo-headers: after a regular field, or twice, is reported 
     undefined,
   ); // regular fields may repeat
 });
+
+test('the indexing encoder reproduces RFC 7541 C.3-C.6 byte for byte (requests, then responses in 256 octets)', () => {
+  const series = (huffman: boolean, tableSize: number, blocks: [string, string][][]) => {
+    const enc = new HpackEncoder({ huffman, indexing: { volatile: new Set(), tableSize } });
+    return blocks.map((b) => enc.encode(b).toString('hex'));
+  };
+  const strip = (h: string) => h.replace(/\s+/g, '');
+  assert.deepEqual(series(false, 4096, [REQ1, REQ2, REQ3]), [
+    '828684410f7777772e6578616d706c652e636f6d',
+    '828684be58086e6f2d6361636865',
+    '828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565',
+  ]);
+  assert.deepEqual(series(true, 4096, [REQ1, REQ2, REQ3]), [
+    '828684418cf1e3c2e5f23a6ba0ab90f4ff',
+    '828684be5886a8eb10649cbf',
+    '828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf',
+  ]);
+  const c5 = series(false, 256, [RES1, RES2, RES3]);
+  assert.equal(c5[1], strip('4803 3330 37c1 c0bf'));
+  assert.equal(c5[2]!.slice(0, 8), strip('88c1 611d'));
+  assert.ok(c5[2]!.endsWith(strip('7665 7273 696f 6e3d 31')));
+  // Each block decodes to its fields, and the decoder's table matches the RFC's after each.
+  const decoder = new HpackDecoder({ maxTableSize: 256 });
+  const enc = new HpackEncoder({ huffman: true, indexing: { volatile: new Set(), tableSize: 256 } });
+  for (const [i, res] of [RES1, RES2, RES3].entries()) {
+    assert.deepEqual(decoder.decode(enc.encode(res)).fields, fields(...res));
+    assert.deepEqual(decoder.tableEntries(), RES_STEPS[i]!.table);
+  }
+});
+
+test('the indexing encoder: volatile fields are never indexed; a smaller peer table is announced and kept to', () => {
+  const enc = new HpackEncoder({ huffman: false, indexing: { volatile: new Set(['x-id']) } });
+  const decoder = new HpackDecoder();
+  const block = (id: string) =>
+    enc.encode([
+      ['x-client', 'c1'],
+      ['x-id', id],
+    ]);
+  const first = block('1');
+  const second = block('2');
+  assert.ok(second.length < first.length);
+  assert.equal(second[0], 0xbe); // x-client: index 62
+  for (const b of [first, second]) decoder.decode(b);
+  assert.deepEqual(decoder.tableEntries(), [['x-client', 'c1']]);
+  enc.setPeerTableSize(0);
+  const third = block('3');
+  assert.equal(third[0], 0x20); // a size update to 0 first
+  assert.deepEqual(decoder.decode(third).fields, fields(['x-client', 'c1'], ['x-id', '3']));
+  assert.equal(decoder.tableSize, 0);
+  // 500 blocks with ever new values stay decodable (evictions mirror the decoder's).
+  enc.setPeerTableSize(4096);
+  for (let i = 0; i < 500; i++) {
+    const f: [string, string][] = [
+      ['x-n', `value-${i % 97}`],
+      ['x-long', 'z'.repeat(i % 300)],
+    ];
+    assert.deepEqual(decoder.decode(enc.encode(f)).fields, fields(...f), `block ${i}`);
+  }
+});

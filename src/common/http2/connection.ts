@@ -34,7 +34,7 @@ import {
   settingsFrame,
   windowUpdateFrame,
 } from './frames.js';
-import { HpackDecoder, HpackError } from './hpack.js';
+import { HpackDecoder, HpackEncoder, HpackError } from './hpack.js';
 import { H2Stream } from './stream.js';
 
 export { H2Stream };
@@ -57,6 +57,12 @@ export interface H2ConnectionSettings {
    * @defaultValue 16,384 (HTTP/2's initial value)
    */
   maxFrameSize?: number;
+  /**
+   * Client: request header names whose values change with every request (ids, timestamps,
+   * signatures). Every other request field is indexed in the server's HPACK table, so after the first
+   * request it costs one byte to send and one table lookup to read.
+   */
+  volatileHeaders?: ReadonlySet<string>;
 }
 
 export interface H2ConnectionEvents {
@@ -93,6 +99,8 @@ export class H2Connection {
   private readonly decoder: HpackDecoder;
   private readonly streams = new Map<number, H2Stream>();
   private readonly client: boolean;
+  /** Client: request headers, indexed; encoded when each request opens, in wire order. */
+  private readonly encoder: HpackEncoder | undefined;
   private prefaceBytes = 0;
   private settingsSeen = false;
   /** Server: the last stream the client opened. */
@@ -138,6 +146,12 @@ export class H2Connection {
     private readonly events: H2ConnectionEvents,
   ) {
     this.client = settings.role === 'client';
+    if (this.client) {
+      this.encoder = new HpackEncoder({
+        huffman: false,
+        indexing: { volatile: settings.volatileHeaders ?? new Set() },
+      });
+    }
     this.recvWindow = settings.connectionWindow;
     const maxFrameSize = settings.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
     this.reader = new FrameReader(maxFrameSize, (t, f, id, p) => this.onFrame(t, f, id, p));
@@ -184,24 +198,25 @@ export class H2Connection {
   }
 
   /**
-   * Client: open a request with an encoded header block. Beyond the server's stream limit it waits
-   * (its writes queue) until another stream closes. Check `canRequest` first.
+   * Client: open a request. Its headers are encoded when it opens (the table both ends keep follows
+   * the order on the wire); beyond the server's stream limit it waits, its writes queued, until
+   * another stream closes. Check `canRequest` first.
    */
-  request(block: Buffer, endStream = false): H2Stream {
+  request(headers: Record<string, string>, endStream = false): H2Stream {
     if (!this.client || !this.canRequest) throw new Error('no new stream can be opened on this connection');
     const s = new H2Stream(this, 0, this.peerStreamWindow, this.settings.streamWindow);
     if (this.streams.size >= this.peerMaxStreams) {
-      s.awaitOpen(block, endStream);
+      s.awaitOpen(headers, endStream);
       this.waitingToOpen.push(s);
-    } else this.openRequest(s, block, endStream);
+    } else this.openRequest(s, headers, endStream);
     return s;
   }
 
-  private openRequest(s: H2Stream, block: Buffer, endStream: boolean): void {
+  private openRequest(s: H2Stream, headers: Record<string, string>, endStream: boolean): void {
     s.id = this.nextStreamId;
     this.nextStreamId += 2;
     this.streams.set(s.id, s);
-    s.opened(block, endStream);
+    s.opened(this.encoder!.encode(headers), endStream);
     // Stream ids run out at 2^31: the channel must dial a new connection.
     if (this.nextStreamId > MAX_STREAM_ID && !this.goawayReceived) {
       this.goawayReceived = true;
@@ -294,8 +309,8 @@ export class H2Connection {
   private openWaiting(): void {
     while (this.waitingToOpen.length > 0 && this.streams.size < this.peerMaxStreams && !this.dead) {
       const s = this.waitingToOpen.shift()!;
-      const { block, endStream } = s.takeOpening();
-      this.openRequest(s, block, endStream);
+      const { headers, endStream } = s.takeOpening();
+      this.openRequest(s, headers, endStream);
     }
   }
 
@@ -620,8 +635,8 @@ export class H2Connection {
           throw new H2ConnectionError(H2Error.PROTOCOL_ERROR, 'SETTINGS_MAX_FRAME_SIZE out of range');
         }
         this.peerMaxFrameSize = value;
-      }
-      // HEADER_TABLE_SIZE: the encoder never indexes, so any size works; the others do not apply.
+      } else if (key === Setting.HEADER_TABLE_SIZE) this.encoder?.setPeerTableSize(value);
+      // (A server's answers are encoded without the table, so any size works for them.)
     }
     this.push(SETTINGS_ACK);
     if (grew) this.sendBlocked();

@@ -227,6 +227,78 @@ const EMPTY = Buffer.alloc(0);
 export interface HpackEncoderOptions {
   /** Huffman-code a string when that is strictly shorter (default true); false sends every string raw. */
   huffman?: boolean;
+  /**
+   * Index: add fields to the dynamic table (literals with incremental indexing) and send them as one
+   * index afterwards. The encoder then belongs to one connection, and its blocks must reach the wire
+   * in the order they were encoded. Fields whose name is in `volatile` (a value new in every block:
+   * request ids, timestamps, signatures) are never added.
+   */
+  indexing?: {
+    volatile: ReadonlySet<string>;
+    /** The table size both ends start from (what the peer announced before any block). @defaultValue 4096 */
+    tableSize?: number;
+  };
+}
+
+/** The encoder's mirror of the peer decoder's dynamic table (RFC 7541 §2.3.2, §4). */
+class EncoderTable {
+  /** name → value → the insertion number of its entry. */
+  private readonly byName = new Map<string, Map<string, number>>();
+  private readonly entries: { name: string; value: string; size: number }[] = [];
+  /** Insertion number of entries[0] (the oldest kept). */
+  private oldest = 0;
+  private size = 0;
+  /** A size update owed to the peer at the start of the next block. */
+  pendingUpdate: number | undefined;
+
+  constructor(public maxSize: number) {}
+
+  /** The field's index (62 for the newest entry), or undefined. */
+  indexOf(name: string, value: string): number | undefined {
+    const seq = this.byName.get(name)?.get(value);
+    return seq === undefined ? undefined : STATIC_COUNT + this.oldest + this.entries.length - seq;
+  }
+
+  /** Whether an entry of this size can be added without emptying the table (else: do not index). */
+  fits(name: string, value: string): boolean {
+    return name.length + value.length + ENTRY_OVERHEAD <= this.maxSize / 2;
+  }
+
+  add(name: string, value: string): void {
+    const size = name.length + value.length + ENTRY_OVERHEAD;
+    this.evictTo(this.maxSize - size);
+    const seq = this.oldest + this.entries.length;
+    this.entries.push({ name, value, size });
+    this.size += size;
+    let values = this.byName.get(name);
+    if (!values) this.byName.set(name, (values = new Map()));
+    values.set(value, seq);
+  }
+
+  /** The peer's SETTINGS_HEADER_TABLE_SIZE changed: use at most that (at most 4,096) from the next block. */
+  resize(peerMax: number): void {
+    const size = Math.min(peerMax, 4096);
+    if (size === this.maxSize && this.pendingUpdate === undefined) return;
+    this.maxSize = size;
+    this.pendingUpdate = Math.min(this.pendingUpdate ?? size, size);
+    this.evictTo(size);
+  }
+
+  private evictTo(limit: number): void {
+    let drop = 0;
+    while (this.size > limit && drop < this.entries.length) {
+      const e = this.entries[drop]!;
+      this.size -= e.size;
+      const values = this.byName.get(e.name)!;
+      if (values.get(e.value) === this.oldest + drop) values.delete(e.value);
+      if (values.size === 0) this.byName.delete(e.name);
+      drop++;
+    }
+    if (drop > 0) {
+      this.entries.splice(0, drop);
+      this.oldest += drop;
+    }
+  }
 }
 
 /** name → its first static index, and value → index for the entries with that name. */
@@ -244,16 +316,32 @@ STATIC_TABLE.forEach(([name, value], i) => {
  */
 export class HpackEncoder {
   private readonly huffman: boolean;
+  private readonly table: EncoderTable | undefined;
+  private readonly volatile: ReadonlySet<string> | undefined;
   private scratch = Buffer.allocUnsafe(4096);
   private pos = 0;
 
   constructor(opts: HpackEncoderOptions = {}) {
     this.huffman = opts.huffman ?? true;
+    if (opts.indexing) {
+      this.table = new EncoderTable(Math.min(opts.indexing.tableSize ?? 4096, 4096));
+      this.volatile = opts.indexing.volatile;
+    }
+  }
+
+  /** Indexing encoders: the peer's SETTINGS_HEADER_TABLE_SIZE (a size update starts the next block). */
+  setPeerTableSize(size: number): void {
+    this.table?.resize(size);
   }
 
   /** Encodes a list of fields, or a record's own enumerable properties, in order. */
   encode(fields: Iterable<readonly [string, string]> | Record<string, string>): Buffer {
     this.pos = 0;
+    const update = this.table?.pendingUpdate;
+    if (update !== undefined) {
+      this.table!.pendingUpdate = undefined;
+      this.pos = writeInteger(this.scratch, 0, 0x20, 5, update);
+    }
     if (Symbol.iterator in fields) {
       for (const [name, value] of fields as Iterable<readonly [string, string]>) this.field(name, value);
     } else {
@@ -274,9 +362,20 @@ export class HpackEncoder {
     }
     const out = this.scratch;
     const known = STATIC_BY_NAME.get(name);
-    const index = known?.values.get(value);
+    const index = known?.values.get(value) ?? this.table?.indexOf(name, value);
     if (index !== undefined) {
       this.pos = writeInteger(out, this.pos, 0x80, 7, index);
+    } else if (this.table && !this.volatile!.has(name) && this.table.fits(name, value)) {
+      // §6.2.1: literal with incremental indexing, the name from the static table when it is there.
+      this.pos =
+        known !== undefined
+          ? this.writeString(out, writeInteger(out, this.pos, 0x40, 6, known.index), value)
+          : this.writeString(
+              out,
+              this.writeString(out, writeInteger(out, this.pos, 0x40, 6, 0), name),
+              value,
+            );
+      this.table.add(name, value);
     } else if (known !== undefined) {
       this.pos = this.writeString(out, writeInteger(out, this.pos, 0x00, 4, known.index), value);
     } else {

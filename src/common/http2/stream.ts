@@ -55,7 +55,7 @@ export class H2Stream {
   queuedBytes = 0;
   private endAfterQueue = false;
   private trailersAfterQueue: Buffer | undefined;
-  private opening: { block: Buffer; endStream: boolean } | undefined;
+  private opening: { headers: Record<string, string>; endStream: boolean } | undefined;
 
   constructor(
     private readonly conn: H2Connection,
@@ -186,12 +186,12 @@ export class H2Stream {
   }
 
   /** @internal a client request that waits for the server's stream limit. */
-  awaitOpen(block: Buffer, endStream: boolean): void {
-    this.opening = { block, endStream };
+  awaitOpen(headers: Record<string, string>, endStream: boolean): void {
+    this.opening = { headers, endStream };
   }
 
   /** @internal */
-  takeOpening(): { block: Buffer; endStream: boolean } {
+  takeOpening(): { headers: Record<string, string>; endStream: boolean } {
     const o = this.opening!;
     this.opening = undefined;
     return o;

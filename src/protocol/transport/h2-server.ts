@@ -548,7 +548,7 @@ function answerEarly(
   if (!stream.closed) stream.reset(H2Error.NO_ERROR);
 }
 
-const plainHeaders = new HpackEncoder();
+const plainHeaders = new HpackEncoder({ huffman: false });
 
 /** Not a gRPC request: an HTTP status alone. */
 function respondPlain(stream: H2Stream, status: number): void {

@@ -41,7 +41,8 @@ export class CallAbortedError extends Error {
   }
 }
 
-const hpack = new HpackEncoder();
+// Raw strings, not Huffman: a few bytes more, but every client reads them without decoding.
+const hpack = new HpackEncoder({ huffman: false });
 /** The answer's headers, encoded once. */
 const RESPONSE_HEADERS = hpack.encode({
   ':status': '200',

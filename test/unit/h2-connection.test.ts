@@ -398,3 +398,30 @@ test('the frame reader gives the same frames however the bytes are cut (headers 
   const small = new FrameReader(16_384, () => {});
   assert.throws(() => small.push(frame(FrameType.DATA, 0, 1, Buffer.alloc(16_385))), /16385 bytes/);
 });
+
+test('a header block in endless empty CONTINUATION frames closes the connection (ENHANCE_YOUR_CALM)', async () => {
+  onStream = answer(0);
+  const c = await RawClient.open();
+  const block = encoder.encode({ ':method': 'POST', ':scheme': 'http', ':path': '/x' });
+  const frames = [frame(FrameType.HEADERS, 0, 1, block)];
+  for (let i = 0; i < 300; i++) frames.push(frame(FrameType.CONTINUATION, 0, 1));
+  c.send(...frames);
+  assert.equal(await c.goaway(), H2Error.ENHANCE_YOUR_CALM);
+  c.close();
+});
+
+test('a client that floods PINGs and never reads the answers is disconnected, its replies bounded', async () => {
+  onStream = answer(0);
+  const c = await RawClient.open();
+  const before = connections.size;
+  c.socket.pause(); // reads nothing from now on: the server's PING ACKs pile up
+  const ping = frame(FrameType.PING, 0, 0, Buffer.alloc(8));
+  const batch = Buffer.concat(Array.from({ length: 2000 }, () => ping));
+  const deadline = Date.now() + 20_000;
+  while (connections.size >= before && Date.now() < deadline && !c.socket.destroyed) {
+    if (c.socket.writableLength < 1 << 20) c.socket.write(batch);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  assert.ok(connections.size < before, 'the server closed the connection');
+  c.close();
+});

@@ -137,6 +137,7 @@ export class H2Connection {
 
   private pings = new Map<string, (err?: Error) => void>();
   private nextPing = 0;
+  private repliesQueued = 0;
   private resetWindowStart = 0;
   private resetsInWindow = 0;
 
@@ -264,6 +265,20 @@ export class H2Connection {
       this.flushScheduled = true;
       process.nextTick(this.flush);
     }
+  }
+
+  /**
+   * A frame that answers one of the peer's (PING and SETTINGS acknowledgements, a reset of a closed
+   * stream). A peer that sends such frames without reading the replies would grow the socket's
+   * buffer without bound: past MAX_QUEUED_REPLIES while the socket is backed up, the connection is
+   * closed (ENHANCE_YOUR_CALM), as nghttp2 does for its outbound control frames.
+   */
+  private pushReply(frame: Buffer): void {
+    if (this.socket.writableLength === 0) this.repliesQueued = 0;
+    if (++this.repliesQueued > MAX_QUEUED_REPLIES) {
+      throw new H2ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'too many replies the client does not read');
+    }
+    this.push(frame);
   }
 
   private readonly flush = (): void => {
@@ -442,7 +457,7 @@ export class H2Connection {
           const done = this.pings.get(key);
           this.pings.delete(key);
           done?.();
-        } else this.push(pingFrame(payload, true));
+        } else this.pushReply(pingFrame(payload, true));
         return;
       case FrameType.GOAWAY:
         return this.onGoaway(id, payload);
@@ -474,7 +489,7 @@ export class H2Connection {
       // A closed stream (maybe reset while this was in flight): its bytes still count against the
       // connection, and the client hears that the stream is closed (RFC 9113 §5.1).
       this.consumed(length);
-      this.push(rstStreamFrame(id, H2Error.STREAM_CLOSED));
+      this.pushReply(rstStreamFrame(id, H2Error.STREAM_CLOSED));
       return;
     }
     if (s.remoteEnded) {
@@ -523,9 +538,13 @@ export class H2Connection {
     if (!c || c.id !== id) throw new H2ConnectionError(H2Error.PROTOCOL_ERROR, 'CONTINUATION out of place');
     c.chunks.push(payload);
     c.size += payload.length;
-    // A block may not grow past what a decoded list could hold (HPACK cannot shrink by much more).
+    // A block may not grow past what a decoded list could hold (HPACK cannot shrink by much more),
+    // nor come in endless pieces (empty CONTINUATION frames cost memory without adding bytes).
     if (c.size > this.settings.maxHeaderListSize * 2 + DEFAULT_MAX_FRAME_SIZE) {
       throw new H2ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'a header block too large');
+    }
+    if (c.chunks.length > MAX_CONTINUATIONS) {
+      throw new H2ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'a header block in too many frames');
     }
     if (flags & Flag.END_HEADERS) {
       this.continuation = undefined;
@@ -638,7 +657,7 @@ export class H2Connection {
       } else if (key === Setting.HEADER_TABLE_SIZE) this.encoder?.setPeerTableSize(value);
       // (A server's answers are encoded without the table, so any size works for them.)
     }
-    this.push(SETTINGS_ACK);
+    this.pushReply(SETTINGS_ACK);
     if (grew) this.sendBlocked();
     this.openWaiting();
   }
@@ -706,6 +725,10 @@ interface HeaderBlock {
 
 const EMPTY = Buffer.alloc(0);
 const MAX_STREAM_ID = 2 ** 31 - 1;
+/** CONTINUATION frames one header block may take. */
+const MAX_CONTINUATIONS = 256;
+/** Replies (acknowledgements, resets) queued while the peer does not read them. */
+const MAX_QUEUED_REPLIES = 10_000;
 /** `:status: 431` (static table name :status, literal value), for a header list over the limit. */
 const STATUS_431 = Buffer.from([0x08, 0x03, 0x34, 0x33, 0x31]);
 

@@ -90,7 +90,9 @@ const REQUEST_PSEUDO = new Set([':method', ':scheme', ':path', ':authority']);
 /** Resets by the peer allowed per second before the connection is closed (rapid-reset floods). */
 const MAX_RESETS_PER_SECOND = 5_000;
 /** Frames written in one turn are joined into one buffer up to this size (else one writev). */
-const JOIN_BYTES = 64 * 1024;
+const JOIN_BYTES = 16 * 1024;
+/** In a writev, a chunk this large goes as it is; smaller ones are joined. */
+const LARGE_CHUNK = 4 * 1024;
 /** How long a connection closed for an error may take to flush its GOAWAY. */
 const GOAWAY_LINGER_MS = 1_000;
 
@@ -289,13 +291,35 @@ export class H2Connection {
     this.out = [];
     this.outBytes = 0;
     if (this.socket.destroyed) return;
-    if (out.length === 1) this.socket.write(out[0]!);
-    else if (bytes <= JOIN_BYTES) this.socket.write(Buffer.concat(out, bytes));
-    else {
-      this.socket.cork();
-      for (const b of out) this.socket.write(b);
-      this.socket.uncork();
+    if (out.length === 1) {
+      this.socket.write(out[0]!);
+      return;
     }
+    if (bytes <= JOIN_BYTES) {
+      this.socket.write(Buffer.concat(out, bytes));
+      return;
+    }
+    // Large payloads go as they are (copying them would only feed the garbage collector); the small
+    // pieces around them (frame headers, header blocks) are joined, so writev gets few chunks.
+    this.socket.cork();
+    let small: Buffer[] = [];
+    let smallBytes = 0;
+    for (const b of out) {
+      if (b.length < LARGE_CHUNK) {
+        small.push(b);
+        smallBytes += b.length;
+        continue;
+      }
+      if (small.length > 0) {
+        this.socket.write(small.length === 1 ? small[0]! : Buffer.concat(small, smallBytes));
+        small = [];
+        smallBytes = 0;
+      }
+      this.socket.write(b);
+    }
+    if (small.length > 0)
+      this.socket.write(small.length === 1 ? small[0]! : Buffer.concat(small, smallBytes));
+    this.socket.uncork();
   };
 
   /** @internal a stream waits for window. */

@@ -425,3 +425,46 @@ test('a client that floods PINGs and never reads the answers is disconnected, it
   assert.ok(connections.size < before, 'the server closed the connection');
   c.close();
 });
+
+test('frames still in flight on a stream the server reset or refused are ignored: no STREAM_CLOSED, no GOAWAY (RFC 9113 §5.1; found by the HTTP/2 fuzz)', async () => {
+  // Answered early and reset while the client was still sending (as an unknown method is).
+  onStream = (s, h) => {
+    if (h[':path'] === '/t.T/Echo') return answer(0)(s);
+    s.respond(OK_TRAILERS, true);
+    if (!s.closed) s.reset(H2Error.NO_ERROR);
+  };
+  const c = await RawClient.open();
+  c.send(c.headers(1, { ':path': '/t.T/Refused' }), frame(FrameType.DATA, 0, 1, Buffer.alloc(10)));
+  await c.until((f) => f.type === FrameType.RST_STREAM && f.id === 1);
+  // More DATA and then trailers the client had sent before it saw the reset.
+  c.send(
+    frame(FrameType.DATA, 0, 1, Buffer.alloc(10)),
+    frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, encoder.encode({ 'x-trailer': 'v' })),
+    c.headers(3, {}, true),
+  );
+  assert.ok(
+    await c.until((f) => f.type === FrameType.HEADERS && f.id === 3 && (f.flags & Flag.END_STREAM) !== 0),
+  );
+  assert.deepEqual(
+    c.frames.filter((f) => f.type === FrameType.RST_STREAM).map((f) => [f.id, f.payload.readUInt32BE(0)]),
+    [[1, H2Error.NO_ERROR]],
+  );
+  assert.equal(c.frames.filter((f) => f.type === FrameType.GOAWAY).length, 0);
+  c.close();
+
+  // Refused beyond the stream limit, with its DATA already on the way.
+  const held: H2Stream[] = [];
+  onStream = (s) => held.push(s);
+  const d = await RawClient.open();
+  for (const id of [1, 3, 5, 7, 9]) d.send(d.headers(id));
+  d.send(frame(FrameType.DATA, Flag.END_STREAM, 9, Buffer.alloc(10)));
+  await d.until((f) => f.type === FrameType.RST_STREAM && f.id === 9);
+  d.send(frame(FrameType.PING, 0, 0, Buffer.alloc(8)));
+  await d.until((f) => f.type === FrameType.PING);
+  assert.deepEqual(
+    d.frames.filter((f) => f.type === FrameType.RST_STREAM).map((f) => [f.id, f.payload.readUInt32BE(0)]),
+    [[9, H2Error.REFUSED_STREAM]],
+  );
+  for (const s of held) s.reset(H2Error.CANCEL);
+  d.close();
+});

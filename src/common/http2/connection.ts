@@ -118,6 +118,12 @@ export class H2Connection {
   private closedFired = false;
   /** A header block split over CONTINUATION frames. */
   private continuation: HeaderBlock | undefined;
+  /**
+   * Streams this side reset (or refused) while the peer could still be sending on them: frames it had
+   * sent before it saw the reset are ignored (RFC 9113 §5.1), not taken for a protocol error. The
+   * most recent MAX_RESETS_REMEMBERED only; frames for older ones are answered as for any closed stream.
+   */
+  private readonly resetHere = new Set<number>();
 
   // flow control, both directions
   private recvWindow: number;
@@ -513,7 +519,7 @@ export class H2Connection {
       // A closed stream (maybe reset while this was in flight): its bytes still count against the
       // connection, and the client hears that the stream is closed (RFC 9113 §5.1).
       this.consumed(length);
-      this.pushReply(rstStreamFrame(id, H2Error.STREAM_CLOSED));
+      if (!this.resetHere.has(id)) this.pushReply(rstStreamFrame(id, H2Error.STREAM_CLOSED));
       return;
     }
     if (s.remoteEnded) {
@@ -600,16 +606,17 @@ export class H2Connection {
       return;
     }
     if (id <= this.lastStreamId) {
+      if (this.resetHere.has(id)) return; // trailers sent before the client saw the reset
       throw new H2ConnectionError(H2Error.STREAM_CLOSED, `HEADERS on closed stream ${id}`);
     }
     this.lastStreamId = id;
     if (this.goawaySent || this.streams.size >= this.settings.maxConcurrentStreams) {
-      this.push(rstStreamFrame(id, H2Error.REFUSED_STREAM));
+      this.refuse(id, H2Error.REFUSED_STREAM, endStream);
       return;
     }
     if (decoded.tooLarge) {
       this.push(frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, id, STATUS_431));
-      if (!endStream) this.push(rstStreamFrame(id, H2Error.NO_ERROR));
+      if (!endStream) this.refuse(id, H2Error.NO_ERROR, endStream);
       return;
     }
     const problem = h.selfDependent
@@ -617,7 +624,7 @@ export class H2Connection {
       : (decoded.misordered ?? requestProblem(decoded.fields));
     if (problem) {
       this.events.onProtocolError(`malformed request on stream ${id}: ${problem}`);
-      this.push(rstStreamFrame(id, H2Error.PROTOCOL_ERROR));
+      this.refuse(id, H2Error.PROTOCOL_ERROR, endStream);
       return;
     }
     const s = new H2Stream(this, id, this.peerStreamWindow, this.settings.streamWindow);
@@ -730,6 +737,20 @@ export class H2Connection {
     }
   }
 
+  /** Server: reset a request that was never opened here; its DATA may already be on the way. */
+  private refuse(id: number, code: number, endStream: boolean): void {
+    this.push(rstStreamFrame(id, code));
+    if (!endStream) this.resetSent(id);
+  }
+
+  /** @internal this side reset stream `id` while the peer may still be sending on it. */
+  resetSent(id: number): void {
+    this.resetHere.add(id);
+    if (this.resetHere.size > MAX_RESETS_REMEMBERED) {
+      this.resetHere.delete(this.resetHere.values().next().value!);
+    }
+  }
+
   /** A stream error for a stream that may not exist here (any more). */
   private resetStream(id: number, code: number): void {
     const s = this.streams.get(id);
@@ -749,6 +770,8 @@ interface HeaderBlock {
 
 const EMPTY = Buffer.alloc(0);
 const MAX_STREAM_ID = 2 ** 31 - 1;
+/** Streams reset here whose late frames are ignored (see `resetHere`). */
+const MAX_RESETS_REMEMBERED = 1024;
 /** CONTINUATION frames one header block may take. */
 const MAX_CONTINUATIONS = 256;
 /** Replies (acknowledgements, resets) queued while the peer does not read them. */

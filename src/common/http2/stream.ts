@@ -181,7 +181,10 @@ export class H2Stream {
   /** Reset the stream (RST_STREAM with `code`) and close it. */
   reset(code: number): void {
     if (this.closed) return;
-    if (this.id !== 0) this.conn.push(rstStreamFrame(this.id, code));
+    if (this.id !== 0) {
+      this.conn.push(rstStreamFrame(this.id, code));
+      if (!this.remoteEnded) this.conn.resetSent(this.id);
+    }
     this.close(true);
   }
 

@@ -34,6 +34,8 @@ export interface RunningBroker {
   host: string;
   /** The certificate TLS is served with (absent when `tlsMode` is `disabled`). */
   tls?: TlsCertificate;
+  /** gRPC connections open now, on every gRPC port (diagnostics, tests). */
+  grpcConnectionCount(): number;
   /** Stop accepting, finish calls in progress, flush and close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -115,6 +117,7 @@ export async function startBroker(opts: StartBrokerOptions): Promise<RunningBrok
     remotingAddress: r.address,
     host: config.host,
     ...(tls ? { tls } : {}),
+    grpcConnectionCount: () => g.connectionCount,
     close: () => {
       if (!closing) {
         closing = (async () => {

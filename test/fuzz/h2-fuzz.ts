@@ -507,6 +507,9 @@ async function probe(
     return undefined;
   }
   const id = s.newId();
+  // Only what answers the probe counts (a mutation may have had this idle id reset already).
+  c.resets.delete(id);
+  c.ended.delete(id);
   // Undo window and frame-size settings a mutation may have left (0 would stall every answer).
   const frames = [
     settingsFrame([[Setting.INITIAL_WINDOW_SIZE, 65_535]]),

@@ -9,54 +9,36 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import net from 'node:net';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { H2Connection } from '../../src/common/http2/connection.js';
 import { HpackEncoder } from '../../src/common/http2/hpack.js';
+import { startH2TestServer, type H2TestServer } from '../support/h2-test-server.js';
 
 const SOURCE = join(import.meta.dirname, 'h2spec');
 const OUT = join(import.meta.dirname, '..', '..', '.cache', 'h2spec');
 const HEADERS = new HpackEncoder().encode({ ':status': '200', 'content-type': 'text/plain' });
 
-let server: net.Server;
-let port: number;
-const connections = new Set<H2Connection>();
+let server: H2TestServer;
 
 before(async () => {
-  server = net.createServer((socket) => {
-    const c = new H2Connection(
-      socket,
-      {
-        role: 'server',
-        maxConcurrentStreams: 100,
-        streamWindow: 65_535,
-        connectionWindow: 65_535,
-        maxHeaderListSize: 64 * 1024,
-      },
-      {
-        onStream: (s) => {
-          s.onData = () => {};
-          s.onEnd = () => {
-            s.respond(HEADERS, false);
-            s.write(Buffer.from('hello'), true);
-          };
-        },
-        onClose: () => connections.delete(c),
-        onProtocolError: () => {},
-      },
-    );
-    connections.add(c);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  port = (server.address() as net.AddressInfo).port;
+  server = await startH2TestServer(
+    {
+      maxConcurrentStreams: 100,
+      streamWindow: 65_535,
+      connectionWindow: 65_535,
+      maxHeaderListSize: 64 * 1024,
+    },
+    (s) => {
+      s.onData = () => {};
+      s.onEnd = () => {
+        s.respond(HEADERS, false);
+        s.write(Buffer.from('hello'), true);
+      };
+    },
+  );
 });
 
-after(async () => {
-  for (const c of connections) c.destroy();
-  await new Promise((r) => server.close(r));
-});
+after(() => server.close());
 
 test('h2spec: every test case (generic, HTTP/2, HPACK) passes', { timeout: 300_000 }, async () => {
   mkdirSync(OUT, { recursive: true });
@@ -67,7 +49,7 @@ test('h2spec: every test case (generic, HTTP/2, HPACK) passes', { timeout: 300_0
     { cwd: SOURCE, encoding: 'utf8', timeout: 240_000 },
   );
   assert.equal(build.status, 0, `building h2spec failed:\n${build.stderr}`);
-  const run = spawn(binary, ['-h', '127.0.0.1', '-p', String(port), '-o', '2'], {
+  const run = spawn(binary, ['-h', '127.0.0.1', '-p', String(server.port), '-o', '2'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

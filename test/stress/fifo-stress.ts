@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { startBroker, type RunningBroker } from '../../src/server.js';
 import { tempDir } from '../helpers.js';
 import { RawClient } from '../integration/raw-client.js';
+import { rng as prng } from '../support/rng.js';
 
 export interface FifoStressOptions {
   /** Message groups. */
@@ -61,18 +62,6 @@ export interface FifoStressReport {
   restarts: number;
   consumersStarted: number;
   ms: number;
-}
-
-/** A small deterministic PRNG (mulberry32), so a failing seed can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const now = () => performance.timeOrigin + performance.now();

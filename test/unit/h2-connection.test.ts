@@ -23,7 +23,8 @@ import {
   windowUpdateFrame,
 } from '../../src/common/http2/frames.js';
 import { HpackDecoder, HpackEncoder } from '../../src/common/http2/hpack.js';
-import { H2Connection, type H2Stream } from '../../src/common/http2/connection.js';
+import type { H2Connection, H2Stream } from '../../src/common/http2/connection.js';
+import { startH2TestServer, type H2TestServer } from '../support/h2-test-server.js';
 
 const encoder = new HpackEncoder();
 const OK_HEADERS = encoder.encode({ ':status': '200', 'content-type': 'application/grpc' });
@@ -31,9 +32,9 @@ const OK_TRAILERS = encoder.encode({ 'grpc-status': '0' });
 
 /** What each test's server does with a stream: echo's default answers `answerBytes` of 7s. */
 let onStream: (s: H2Stream, headers: Record<string, string>) => void;
-let server: net.Server;
+let server: H2TestServer;
 let port: number;
-const connections = new Set<H2Connection>();
+let connections: Set<H2Connection>;
 
 function answer(bytes: number) {
   return (s: H2Stream) => {
@@ -46,29 +47,20 @@ function answer(bytes: number) {
 }
 
 before(async () => {
-  server = net.createServer((socket) => {
-    const c = new H2Connection(
-      socket,
-      {
-        role: 'server',
-        maxConcurrentStreams: 4,
-        streamWindow: 1024,
-        connectionWindow: 64 * 1024,
-        maxHeaderListSize: 48 * 1024,
-      },
-      { onStream: (s, h) => onStream(s, h), onClose: () => connections.delete(c), onProtocolError: () => {} },
-    );
-    connections.add(c);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  port = (server.address() as net.AddressInfo).port;
+  server = await startH2TestServer(
+    {
+      maxConcurrentStreams: 4,
+      streamWindow: 1024,
+      connectionWindow: 64 * 1024,
+      maxHeaderListSize: 48 * 1024,
+    },
+    (s, h) => onStream(s, h),
+  );
+  port = server.port;
+  connections = server.connections;
 });
 
-after(async () => {
-  for (const c of connections) c.destroy();
-  await new Promise((r) => server.close(r));
-});
+after(() => server.close());
 
 interface Frame {
   type: number;

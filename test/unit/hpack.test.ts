@@ -9,6 +9,7 @@ import http2 from 'node:http2';
 import { HpackDecoder, HpackEncoder, HpackError, encodeHeaderBlock } from '../../src/common/http2/hpack.js';
 import { huffmanDecode, huffmanEncode, huffmanLength } from '../../src/common/http2/hpack-huffman.js';
 import { startRawH2Server } from '../support/raw-h2.js';
+import { rng } from '../support/rng.js';
 
 const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ''), 'hex');
 
@@ -16,18 +17,6 @@ function fields(...pairs: [string, string][]): Record<string, string> {
   const out = Object.create(null) as Record<string, string>;
   for (const [name, value] of pairs) out[name] = value;
   return out;
-}
-
-/** mulberry32: a repeatable random source from a seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // Test-side encoders for the representations our encoder never emits (it has no dynamic table).

@@ -18,7 +18,8 @@ import {
 import { HpackEncoder } from '../../src/common/http2/hpack.js';
 import { encode, fromMillis, messagingMethods } from '../../src/protocol/codec.js';
 import { frameMessage } from '../../src/protocol/transport/grpc-wire.js';
-import { requestBytes, rng, type FuzzTargets } from './edge-fuzz.js';
+import { requestBytes, type FuzzTargets } from './edge-fuzz.js';
+import { rng } from '../support/rng.js';
 
 // ---- a small seeded generator --------------------------------------------------------------------
 

@@ -79,8 +79,8 @@ class RawClient {
   private waiters: (() => void)[] = [];
   closed = false;
 
-  constructor() {
-    this.socket = net.connect(port, '127.0.0.1');
+  constructor(to = port) {
+    this.socket = net.connect(to, '127.0.0.1');
     this.socket.on('data', (d: Buffer) => {
       this.reader.push(d);
       for (const w of this.waiters.splice(0)) w();
@@ -92,8 +92,8 @@ class RawClient {
     });
   }
 
-  static async open(settings: [number, number][] = []): Promise<RawClient> {
-    const c = new RawClient();
+  static async open(settings: [number, number][] = [], to = port): Promise<RawClient> {
+    const c = new RawClient(to);
     await once(c.socket, 'connect');
     c.send(CLIENT_PREFACE, settingsFrame(settings));
     await c.until((f) => f.type === FrameType.SETTINGS && (f.flags & Flag.ACK) !== 0);
@@ -231,19 +231,30 @@ test('DATA beyond a stream window resets that stream; beyond the connection wind
   c.send(c.headers(1), frame(FrameType.DATA, 0, 1, Buffer.alloc(1025)));
   const rst = await c.until((f) => f.type === FrameType.RST_STREAM && f.id === 1);
   assert.equal(rst!.payload.readUInt32BE(0), H2Error.FLOW_CONTROL_ERROR);
-  // The connection window is 64 KiB: 70 streams of 1,000 bytes each (none read: nothing given back).
-  const paused: H2Stream[] = [];
-  onStream = (s) => {
-    s.pause();
-    paused.push(s);
-    if (paused.length >= 3) paused.shift()!.reset(H2Error.CANCEL);
-  };
-  const bufs: Buffer[] = [];
-  for (let i = 0; i < 70; i++)
-    bufs.push(c.headers(3 + 2 * i), frame(FrameType.DATA, 0, 3 + 2 * i, Buffer.alloc(1000)));
-  c.send(...bufs);
-  assert.equal(await c.goaway(), H2Error.FLOW_CONTROL_ERROR);
   c.close();
+  // A connection window of 64 KiB and stream windows as large: two paused streams (nothing read,
+  // nothing given back) of 40,000 bytes each pass it.
+  const wide = await startH2TestServer(
+    { maxConcurrentStreams: 4, streamWindow: 65_535, connectionWindow: 65_535, maxHeaderListSize: 4096 },
+    (s) => s.pause(),
+  );
+  try {
+    const w = await RawClient.open([], wide.port);
+    w.send(
+      w.headers(1),
+      frame(FrameType.DATA, 0, 1, Buffer.alloc(16_000)),
+      frame(FrameType.DATA, 0, 1, Buffer.alloc(16_000)),
+      frame(FrameType.DATA, 0, 1, Buffer.alloc(8_000)),
+      w.headers(3),
+      frame(FrameType.DATA, 0, 3, Buffer.alloc(16_000)),
+      frame(FrameType.DATA, 0, 3, Buffer.alloc(16_000)),
+      frame(FrameType.DATA, 0, 3, Buffer.alloc(8_000)),
+    );
+    assert.equal(await w.goaway(), H2Error.FLOW_CONTROL_ERROR);
+    w.close();
+  } finally {
+    await wide.close();
+  }
 });
 
 test('an answer larger than the client window waits for WINDOW_UPDATE, trailers after the last byte', async () => {
@@ -459,4 +470,24 @@ test('frames still in flight on a stream the server reset or refused are ignored
   );
   for (const s of held) s.reset(H2Error.CANCEL);
   d.close();
+});
+
+test('DATA held by a paused stream that is then reset goes back to the connection window', async () => {
+  // The connection window is 64 KiB; each stream gets 1,000 bytes it never reads, then is reset.
+  // Without giving the held bytes back, the window would run dry after 65 streams.
+  onStream = (s) => {
+    s.pause();
+    s.onData = () => assert.fail('a paused stream delivered data');
+    setImmediate(() => s.reset(H2Error.CANCEL));
+  };
+  const c = await RawClient.open();
+  for (let i = 0; i < 100; i++) {
+    const id = 1 + 2 * i;
+    c.send(c.headers(id), frame(FrameType.DATA, 0, id, Buffer.alloc(1000)));
+    await c.until((f) => f.type === FrameType.RST_STREAM && f.id === id);
+  }
+  const updates = c.frames.filter((f) => f.type === FrameType.WINDOW_UPDATE && f.id === 0);
+  assert.ok(updates.length >= 2, 'the connection window was given back');
+  assert.equal(await c.until((f) => f.type === FrameType.GOAWAY, 200).catch(() => undefined), undefined);
+  c.close();
 });

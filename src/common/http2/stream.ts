@@ -319,6 +319,8 @@ export class H2Stream {
     this.conn.queuedBytes -= this.queuedBytes;
     this.queuedBytes = 0;
     this.queue = [];
+    // DATA held back while paused was never read: give its bytes back to the connection's window.
+    if (this.held) for (const d of this.held) this.conn.consumed(d.length);
     this.held = undefined;
   }
 }

@@ -29,6 +29,7 @@ import { checkAccess, isAclFailure } from './acl.js';
 import { applyClientQuirks } from './client-quirks.js';
 import { processors } from './processors/index.js';
 import { isLongPolling, RemotingRpcStats } from './rpc-stats.js';
+import { readTurns } from '../common/read-turns.js';
 
 export interface RemotingEndpointOptions {
   /** @defaultValue '127.0.0.1' */
@@ -149,7 +150,9 @@ export class RemotingEndpoint {
     const conn = new RemotingConnection(socket, this.opts.maxFrameLength ?? MAX_FRAME_LENGTH);
     this.connections.set(conn.id, conn);
     const log = this.opts.logger;
+    const countRead = readTurns(socket);
     socket.on('data', (chunk: Buffer) => {
+      countRead(chunk.length);
       let frames: Buffer[];
       try {
         frames = conn.decoder.push(chunk);

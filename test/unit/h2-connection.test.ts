@@ -491,3 +491,37 @@ test('DATA held by a paused stream that is then reset goes back to the connectio
   assert.equal(await c.until((f) => f.type === FrameType.GOAWAY, 200).catch(() => undefined), undefined);
   c.close();
 });
+
+test('a burst of frames is read at most 64 KiB per event-loop turn, so other work runs in between', async () => {
+  const c = await RawClient.open();
+  const conn = [...connections].at(-1)!;
+  let thisTurn = 0;
+  let maxTurn = 0;
+  let turns = 0;
+  let total = 0;
+  const BURST = 4 * 1024 * 1024;
+  const tick = () => {
+    maxTurn = Math.max(maxTurn, thisTurn);
+    thisTurn = 0;
+    turns++;
+    if (total < BURST) setImmediate(tick);
+  };
+  conn.socket.on('data', (d: Buffer) => {
+    thisTurn += d.length;
+    total += d.length;
+  });
+  setImmediate(tick);
+  // PRIORITY frames need no answer: 4 MiB of them, written at once.
+  const one = frame(FrameType.PRIORITY, 0, 1, Buffer.from([0, 0, 0, 0, 16]));
+  c.send(Buffer.concat(new Array<Buffer>(Math.ceil(BURST / one.length)).fill(one)));
+  const deadline = Date.now() + 10_000;
+  while (total < BURST && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(total >= BURST, `the server read ${total} of ${BURST} bytes`);
+  // One chunk (≤ 64 KiB) may arrive after the pause, read ahead by the socket: at most two per turn.
+  assert.ok(maxTurn <= 2 * 64 * 1024, `read ${maxTurn} bytes in one turn`);
+  assert.ok(turns >= BURST / (2 * 64 * 1024), `${turns} turns`);
+  // The connection is still good: a PING is answered.
+  c.send(frame(FrameType.PING, 0, 0, Buffer.alloc(8, 1)));
+  assert.ok(await c.until((f) => f.type === FrameType.PING && (f.flags & Flag.ACK) !== 0));
+  c.close();
+});

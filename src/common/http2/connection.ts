@@ -36,6 +36,7 @@ import {
 } from './frames.js';
 import { HpackDecoder, HpackEncoder, HpackError } from './hpack.js';
 import { H2Stream } from './stream.js';
+import { readTurns } from '../read-turns.js';
 
 export { H2Stream };
 
@@ -148,6 +149,8 @@ export class H2Connection {
   private repliesQueued = 0;
   private resetWindowStart = 0;
   private resetsInWindow = 0;
+  /** At most READ_BYTES_PER_TURN read per event-loop turn (src/common/read-turns.ts). */
+  private readonly countRead: (bytes: number) => void;
 
   constructor(
     readonly socket: net.Socket,
@@ -182,6 +185,7 @@ export class H2Connection {
     if (settings.connectionWindow > DEFAULT_WINDOW) {
       this.push(windowUpdateFrame(0, settings.connectionWindow - DEFAULT_WINDOW));
     }
+    this.countRead = readTurns(socket);
     socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
     socket.on('error', () => {});
     socket.once('close', () => this.onSocketClose());
@@ -391,6 +395,7 @@ export class H2Connection {
 
   private onSocketData(chunk: Buffer): void {
     if (this.dead) return;
+    this.countRead(chunk.length);
     try {
       if (this.prefaceBytes < CLIENT_PREFACE.length) {
         const n = Math.min(chunk.length, CLIENT_PREFACE.length - this.prefaceBytes);

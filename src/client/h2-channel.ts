@@ -73,7 +73,14 @@ export interface ChannelOptions {
 const BACKOFF = { initialMs: 1000, multiplier: 1.6, maxMs: 120_000, jitter: 0.2 };
 /** A dial that takes longer than this fails (calls with a later deadline wait for the next one). */
 const DIAL_TIMEOUT_MS = 20_000;
-const STREAM_WINDOW = 1024 * 1024;
+/**
+ * What the broker may send on one call before this side reads it. A PullConsumer's answer of 1,024
+ * 1 KiB messages is ~1.2 MB: with a 1 MiB window its tail waited for this process to read the head
+ * and give the window back, which it does only between batches — the broker then idled while this
+ * side worked and the reverse (W2-pull: 79,000 against 98,000 msgs/s with 8 MiB, median of nine
+ * alternating runs).
+ */
+const STREAM_WINDOW = 8 * 1024 * 1024;
 const CONNECTION_WINDOW = 16 * 1024 * 1024;
 /** Answer headers the SDK accepts (SETTINGS_MAX_HEADER_LIST_SIZE). */
 const MAX_HEADER_LIST_BYTES = 64 * 1024;

@@ -12,6 +12,8 @@ import { GrpcStatus } from '../../src/common/codes.js';
 import { Producer } from '../../src/index.js';
 import { tempDir } from '../helpers.js';
 import { startTestBroker, unique, use, closeAll } from './support.js';
+import { startH2TestServer } from '../support/h2-test-server.js';
+import { HpackEncoder } from '../../src/common/http2/hpack.js';
 
 const PATH = '/apache.rocketmq.v2.MessagingService/SendMessage';
 
@@ -80,6 +82,43 @@ describe('SDK transport', () => {
     } finally {
       ch.close();
       await s.close();
+    }
+  });
+
+  test('an answer of a few MiB (a pull of 1,024 messages) goes out whole: none of it waits for the SDK to read', async () => {
+    const hpack = new HpackEncoder();
+    const ANSWER = 3 * 1024 * 1024;
+    let waiting = -1;
+    const server = await startH2TestServer(
+      {
+        maxConcurrentStreams: 8,
+        streamWindow: 1 << 20,
+        connectionWindow: 16 << 20,
+        maxHeaderListSize: 64 << 10,
+      },
+      (s) => {
+        s.onEnd = () => {
+          s.respond(hpack.encode({ ':status': '200', 'content-type': 'application/grpc' }), false);
+          const msg = Buffer.alloc(5 + ANSWER, 7);
+          msg[0] = 0;
+          msg.writeUInt32BE(ANSWER, 1);
+          s.write(msg);
+          waiting = s.queuedBytes; // bytes beyond the client's window
+          s.trailers(hpack.encode({ 'grpc-status': '0' }));
+        };
+      },
+    );
+    const ch = new H2Channel({
+      addresses: [{ host: '127.0.0.1', port: server.port }],
+      maxReceiveMessageBytes: 4 << 20,
+    });
+    try {
+      const answer = await ch.unary(PATH, {}, Buffer.alloc(3), 10_000);
+      assert.equal(answer.length, ANSWER);
+      assert.equal(waiting, 0, 'the whole answer fit in the window the SDK gives a call');
+    } finally {
+      ch.close();
+      await server.close();
     }
   });
 

@@ -111,6 +111,16 @@ test('topics and groups: create, get, list, status, progress, connections, looku
   );
 });
 
+test("broker info reports the broker process's resident and heap memory", async () => {
+  const info = (await admin.brokerInfo()).process as { rssBytes: number; heapUsedBytes: number };
+  // The test broker runs in this process: its figures are this process's, give or take what moved.
+  assert.ok(info.rssBytes > 16 * 1024 * 1024 && info.rssBytes < 8 * 1024 ** 3, `rss ${info.rssBytes}`);
+  assert.ok(
+    info.heapUsedBytes > 1024 * 1024 && info.heapUsedBytes < info.rssBytes,
+    `heap ${info.heapUsedBytes}`,
+  );
+});
+
 test('dead letters: a message out of attempts lands in the DLQ and can be resent', async () => {
   const topic = unique('DlqT');
   const group = unique('DlqG');

@@ -7,7 +7,7 @@
  * `fdatasync`, each as a blocking call on this thread and through Node's thread pool (as the store
  * calls them, so the hand-off to a pool thread and back is included); and a fifth, `O_DSYNC` writes
  * through the pool into a file extended to its final size first (`ftruncate`), so that no write
- * changes the file's size (what a store that sized its segments ahead would pay). Prints p50 / p90 / p99 of one
+ * changes the file's size (what the store pays: it sizes its segments ahead, segment-files.ts). Prints p50 / p90 / p99 of one
  * append, and the process CPU time per append for the blocking `O_DSYNC` write (the kernel's part of
  * a durable write, which a broker pays on one of the two cores too).
  */

@@ -4,6 +4,14 @@
  * first) and are never closed under a read or a write (`use` counts users). A segment created by this
  * process is created on its first open, and its directory entry fsynced before anything in it is
  * acknowledged. Retention retires a segment: its descriptor closes when its last user is done.
+ *
+ * **Sized ahead** (`presize`): a new segment's file is extended to the full segment size when it is
+ * created (sparse: no blocks written), so that a durable append does not also change the file's size
+ * — on ext4 an `O_DSYNC` append that grows a file commits the file system's journal too, one that
+ * lands inside it mostly does not (`bench/fsync-floor.ts` measures the difference). Only the active
+ * segment is ever longer than its records: the one before it is cut to its last record, durably,
+ * before the new one is created, and `SegmentLog.close` cuts the active one. After a crash the rest
+ * of the active segment reads as zeros, where recovery's scan stops (segment-scan.ts).
  */
 import { join } from 'node:path';
 import type { FlushPolicy } from '../common/config.js';
@@ -37,6 +45,8 @@ export interface SegmentFilesOptions {
   syncedEnd: () => number;
   /** Asked to close idle descriptors elsewhere when an open fails with EMFILE; returns how many it closed. */
   releaseElsewhere?: () => Promise<number>;
+  /** Size a new segment's file to this many bytes when it is created (0: grow it append by append). */
+  presize: number;
 }
 
 const SEGMENT_NAME = /^(\d{20})\.log$/;
@@ -148,6 +158,9 @@ export class SegmentFiles {
       // Under `sync` every write is made durable by the write itself (O_DSYNC): one round trip to the
       // thread pool per group commit instead of a write followed by an fdatasync.
       const fresh = seg.fresh;
+      // The segment before a new one is cut to its records before the new file exists, so that only
+      // the last segment can be longer than its records.
+      if (fresh) await this.fitPrevious(seg);
       const flags =
         (fresh ? O.O_RDWR | O.O_CREAT | O.O_TRUNC : O.O_RDWR) | (this.o.flush === 'sync' ? O.O_DSYNC : 0);
       let fd: number;
@@ -166,6 +179,7 @@ export class SegmentFiles {
       }
       seg.fd = fd;
       if (fresh) {
+        if (this.o.presize > 0) await this.extend(seg);
         // The new file's directory entry must be durable before any record in it is acknowledged.
         await synced(fsyncDir(this.o.fs, this.o.dir));
         seg.fresh = false;
@@ -173,6 +187,31 @@ export class SegmentFiles {
       if (this.sealedOpen().length > this.o.maxOpen) void this.trimSealed();
     }
     return seg.fd;
+  }
+
+  /** Size the segment's file to the full segment size (durably), unless it already is. */
+  async extend(seg: Segment): Promise<void> {
+    if (this.o.presize <= 0 || seg.written >= this.o.presize) return;
+    await this.use(seg, async (fd) => {
+      await this.o.fs.ftruncate(fd, this.o.presize);
+      await synced(this.o.fs.fdatasync(fd));
+    });
+  }
+
+  /** Cut a segment's file to its records (durably): `SegmentLog.close`, and a segment left behind. */
+  async fit(seg: Segment): Promise<void> {
+    if (this.o.presize <= 0) return;
+    await this.use(seg, async (fd) => {
+      await this.o.fs.ftruncate(fd, seg.fill);
+      await synced(this.o.fs.fdatasync(fd));
+    });
+    seg.written = seg.fill;
+  }
+
+  private async fitPrevious(seg: Segment): Promise<void> {
+    const i = this.list.indexOf(seg);
+    const prev = i > 0 ? this.list[i - 1] : undefined;
+    if (prev && !prev.fresh && !prev.retired) await this.fit(prev);
   }
 
   private evictable(seg: Segment): boolean {

@@ -30,7 +30,7 @@ import {
   type StoreFs,
 } from './store-fs.js';
 import { isDescriptorError, SegmentFiles, segmentName, type Segment } from './segment-files.js';
-import { copyRange, scanFrames, type ScanResult } from './segment-scan.js';
+import { copyRange, nonZeroEnd, scanFrames, type ScanResult } from './segment-scan.js';
 import { isTransient, readOnlyError, SyncFailure, synced, transientError } from './io-errors.js';
 import { LogChunkCache } from './log-chunk-cache.js';
 
@@ -68,6 +68,11 @@ export interface SegmentLogOptions {
    * the thread pool, so a disk read never stalls the event loop. @defaultValue 0
    */
   syncReadBytes?: number;
+  /**
+   * Size each new segment's file to `segmentSize` when it is created (sparse), so that durable
+   * appends land inside the file instead of growing it (segment-files.ts). @defaultValue true
+   */
+  preallocate?: boolean;
   /** Called (synchronously, before waiters are rejected) when unflushed bytes are discarded after an I/O error. */
   onRollback?: (durableEnd: number) => void;
   /** Called after each batch becomes durable, with the new durable end. */
@@ -163,9 +168,11 @@ export class SegmentLog {
   private syncing: Promise<void> | null = null;
   private readonly fs: StoreFs;
   private readonly chunks: LogChunkCache | null;
+  private readonly presized: boolean;
 
   private constructor(private readonly opts: SegmentLogOptions) {
     this.fs = opts.fs ?? nodeStoreFs;
+    this.presized = opts.preallocate !== false;
     const chunkBytes = opts.chunkCacheBytes ?? 0;
     const chunkSize = opts.chunkSize ?? READ_CHUNK_SIZE;
     const capacity = chunkSize + overhangOf(chunkSize);
@@ -178,11 +185,16 @@ export class SegmentLog {
       maxOpen: opts.maxOpenSegments ?? 32,
       syncedEnd: () => this.syncedPos,
       releaseElsewhere: opts.releaseDescriptors,
+      presize: this.presized ? opts.segmentSize : 0,
     });
     this.segments = this.files.list;
   }
 
-  /** Open (creating if needed) the log in `opts.dir`. Call `scan` + `truncate` before appending after a crash. */
+  /**
+   * Open (creating if needed) the log in `opts.dir`. Call `scan` (and `truncate` if it found a problem)
+   * before appending: until then the end is where the files end, which for a segment sized ahead is
+   * past its last record.
+   */
   static async open(opts: SegmentLogOptions): Promise<SegmentLog> {
     const log = new SegmentLog(opts);
     await ensureDir(log.fs, opts.dir);
@@ -465,7 +477,18 @@ export class SegmentLog {
     from: number,
     onFrame: (buf: Buffer, off: number, position: number, type: number) => void,
   ): Promise<ScanResult> {
-    return scanFrames(this.files, this.fs, from, this.writePos, onFrame);
+    const result = await scanFrames(this.files, this.fs, from, this.writePos, onFrame);
+    const last = this.segments.at(-1);
+    if (result.zeroTail && last && result.validEnd < last.base + last.written) {
+      // The unwritten rest of the active segment (a crash came before `close` cut it): the log ends
+      // at its last record. Cut the file there, so that nothing past it can ever be read as a frame,
+      // and size it ahead again. A segment with no record at all is removed, not quarantined.
+      if (result.validEnd === last.base) last.written = last.fill = 0;
+      await this.truncate(result.validEnd, false, 0, true);
+    } else if (!result.problem && last) {
+      await this.files.extend(last);
+    }
+    return result;
   }
 
   /**
@@ -478,6 +501,8 @@ export class SegmentLog {
     position: number,
     preserveTail = false,
     stamp = 0,
+    /** Everything past `position` was never written (the zeros of a segment sized ahead). */
+    unwritten = false,
   ): Promise<{ truncatedBytes: number; quarantined: string[] }> {
     const sfs = this.fs;
     let truncatedBytes = 0;
@@ -499,7 +524,10 @@ export class SegmentLog {
     const seg = this.segments.at(-1);
     if (seg && seg.base + seg.written > position) {
       const keep = position - seg.base;
-      if (preserveTail) {
+      // A segment sized ahead holds zeros past its last write: they are not part of the tail.
+      if (this.presized && !unwritten)
+        seg.written = await this.files.use(seg, (fd) => nonZeroEnd(sfs, fd, keep, seg.written));
+      if (preserveTail && seg.written > keep) {
         await ensureDir(sfs, qdir);
         const name = `${segmentName(seg.base)}.tail-at-${keep}.${stamp}`;
         await this.files.use(seg, (fd) => copyRange(sfs, fd, keep, seg.written - keep, join(qdir, name)));
@@ -512,6 +540,7 @@ export class SegmentLog {
       });
       seg.written = seg.fill = keep;
     }
+    if (seg) await this.files.extend(seg);
     this.dropCache();
     if (quarantined.length > 0) await fsyncDir(sfs, qdir);
     await fsyncDir(sfs, this.opts.dir);
@@ -559,12 +588,17 @@ export class SegmentLog {
     return this.files.releaseIdle();
   }
 
-  /** Flush and fsync everything, then close all files. Idempotent. */
+  /** Flush and fsync everything, cut the active segment to its records, then close all files. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.syncTimer) clearInterval(this.syncTimer);
     try {
-      if (!this.fatal && !this.transient) await this.sync();
+      if (!this.fatal && !this.transient) {
+        await this.sync();
+        // Not cut (a failure here): the next start finds the zeros past the last record and cuts them.
+        const last = this.segments.at(-1);
+        if (last && !last.fresh) await this.files.fit(last).catch(() => {});
+      }
     } finally {
       this.closed = true;
       await this.files.closeAll();

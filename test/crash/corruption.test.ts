@@ -47,7 +47,10 @@ function lastSegment(dataDir: string): string {
   return join(dir, names.at(-1)!);
 }
 
-/** Positions of the last `n` frames of a segment file, found by walking the length fields. */
+/**
+ * Positions of the last `n` frames of a segment file, found by walking the length fields (up to the
+ * zeros past the last record of a segment sized ahead, if the crash left it so).
+ */
 function lastFrames(path: string, n: number): { start: number; length: number }[] {
   const size = statSync(path).size;
   const fd = openSync(path, 'r');
@@ -56,6 +59,7 @@ function lastFrames(path: string, n: number): { start: number; length: number }[
   for (let p = 0; p < size;) {
     readSync(fd, head, 0, 4, p);
     const length = head.readUInt32LE(0);
+    if (length === 0) break;
     frames.push({ start: p, length });
     p += length;
   }

@@ -22,9 +22,12 @@ export function acceptsCrc32(header: string | undefined): boolean {
   return header.split(',').some((t) => t.trim().toUpperCase() === 'CRC32');
 }
 
-/** A body's CRC32 as the digest's checksum: uppercase hex, 8 digits. */
-export function crc32Checksum(body: Uint8Array): string {
-  return (crc32(body) >>> 0).toString(16).toUpperCase().padStart(8, '0');
+/**
+ * A body's CRC32 as the digest's checksum: uppercase hex, 8 digits. `known`: the body's CRC when the
+ * caller has it already (a store read that verified the record derives it), -1 or absent if not.
+ */
+export function crc32Checksum(body: Uint8Array, known = -1): string {
+  return (known >= 0 ? known : crc32(body) >>> 0).toString(16).toUpperCase().padStart(8, '0');
 }
 
 /** A body's MD5 as the digest's checksum: uppercase hex. */

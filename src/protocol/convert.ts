@@ -116,7 +116,7 @@ export function toWireMessage(m: BrokerMessage, d: DeliveryInfo): WireMessage {
     keys: m.keys,
     message_id: m.messageId,
     body_digest: d.crc32Digest
-      ? { type: WireDigestType.CRC32, checksum: crc32Checksum(m.body) }
+      ? { type: WireDigestType.CRC32, checksum: crc32Checksum(m.body, m.bodyCrc) }
       : { type: WireDigestType.MD5, checksum: bodyDigest(m) },
     body_encoding: m.sysFlag & SysFlag.GZIP ? WireEncoding.GZIP : WireEncoding.IDENTITY,
     message_type: TYPE_TO_WIRE[messageTypeOf(m.sysFlag)],

@@ -159,7 +159,9 @@ export function encodeMessageExt(m: BrokerMessage, storeHost: HostAddress): Buff
   let p = 0;
   p = b.writeInt32BE(size, p);
   p = b.writeInt32BE(v2 ? MAGIC_V2 : MAGIC_V1, p);
-  p = b.writeInt32BE(crc32(body) | 0, p);
+  // The body as stored: its CRC is known when the read verified the record (record-codec.ts bodyCrcOf).
+  const known = body === m.body ? (m.bodyCrc ?? -1) : -1;
+  p = b.writeInt32BE((known >= 0 ? known : crc32(body)) | 0, p);
   p = b.writeInt32BE(m.queueId, p);
   p = b.writeInt32BE(Number(m.properties[FLAG_PROPERTY] ?? 0) | 0, p);
   p = b.writeBigInt64BE(BigInt(m.queueOffset), p);

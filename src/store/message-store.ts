@@ -48,6 +48,7 @@ import {
 import {
   BATCH_CONTINUES,
   checkFrame,
+  bodyCrcOf,
   decodeMessageFrame,
   encodeMessageFrame,
   FrameCheck,
@@ -330,6 +331,8 @@ export class MessageStore {
     }
     const m = decodeMessageFrame(buf, off, e.logPosition);
     m.queueOffset = e.offset;
+    // Verified: the body's CRC (the digest a delivery carries) comes from the checksum just checked.
+    if (verify) m.bodyCrc = bodyCrcOf(buf, off, e.size, m.body.length);
     messages.push(m);
   }
 

@@ -26,6 +26,7 @@
  */
 import { crc32 } from 'node:zlib';
 import { VelaError } from '../common/errors.js';
+import { crc32Shift } from '../common/crc32-shift.js';
 
 export const FRAME_HEADER_SIZE = 9;
 /** Upper bound on one frame; a length field above it is treated as corruption. */
@@ -84,6 +85,11 @@ export interface StoredMessage {
   logPosition: number;
   /** Size of the record's frame in bytes. */
   size: number;
+  /**
+   * CRC-32 of the body, when the read that produced this message verified the record's checksum
+   * (derived from it: `bodyCrcOf`); -1 or absent when not known.
+   */
+  bodyCrc?: number;
 }
 
 /** An upper bound on the encoded frame size of a message, cheap to compute. */
@@ -295,7 +301,20 @@ export function decodeMessageFrame(buf: Buffer, off: number, logPosition: number
     sysFlag: buf.readUInt32LE(p + 44),
     logPosition,
     size,
+    bodyCrc: -1,
   };
+}
+
+/**
+ * The CRC-32 of the body of the message frame at `buf[off]` (`size` bytes, its checksum already
+ * verified): the body ends the frame, so its CRC follows from the frame's checksum and the CRC of the
+ * bytes between the checksum and the body (crc32-shift.ts) — one pass over the header, none over the
+ * body.
+ */
+export function bodyCrcOf(buf: Buffer, off: number, size: number, bodyLength: number): number {
+  const bodyStart = off + size - bodyLength;
+  const head = crc32(buf.subarray(off + 8, bodyStart));
+  return (buf.readUInt32LE(off + 4) ^ crc32Shift(head, bodyLength)) >>> 0;
 }
 
 /** The fields recovery needs to rebuild indexes, without decoding the body or properties. */

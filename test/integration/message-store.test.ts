@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import assert from 'node:assert/strict';
 import { MessageStore, tagHash, type MessageInput } from '../../src/store/index.js';
 import { ManualClock } from '../../src/common/clock.js';
@@ -321,4 +323,27 @@ test('a key lookup returns each message once, even with repeated keys and an ind
       assert.equal(new Set(ids).size, 20, 'no message twice');
     }
   });
+});
+
+test("a read that verifies records carries each body's CRC (the delivery digest), an unverified one does not", async () => {
+  const dir = tempDir();
+  try {
+    let store = await MessageStore.open({ dataDir: dir.path });
+    const bodies = [Buffer.alloc(0), Buffer.from('x'), randomBytes(1024), randomBytes(5000)];
+    await store.append(
+      bodies.map((body, i) => msg('Crc', 0, `m${i}`, { body, properties: { k: 'v'.repeat(i * 10) } })),
+    );
+    await store.close();
+    store = await MessageStore.open({ dataDir: dir.path });
+    let r = await store.read('Crc', 0, 0, { maxCount: 10 });
+    assert.equal(r.messages.length, 4);
+    for (const m of r.messages) assert.equal(m.bodyCrc, crc32(m.body) >>> 0, m.messageId);
+    await store.close();
+    store = await MessageStore.open({ dataDir: dir.path, verifyChecksumOnRead: false });
+    r = await store.read('Crc', 0, 0, { maxCount: 10 });
+    for (const m of r.messages) assert.equal(m.bodyCrc, -1, 'not verified: not known');
+    await store.close();
+  } finally {
+    dir.cleanup();
+  }
 });

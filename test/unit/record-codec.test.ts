@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import {
+  bodyCrcOf,
   checkFrame,
   decodeMessageFrame,
   decodeMessageIndexFields,
@@ -51,6 +54,7 @@ test('a message record round-trips every field, including non-ASCII text', () =>
       storeTimestamp: 1_700_000_000_999,
       logPosition: 1234,
       size: frame.length,
+      bodyCrc: -1,
     },
   );
   const f = decodeMessageIndexFields(frame, 0);
@@ -129,4 +133,35 @@ test('key hash is stable and spreads similar keys', () => {
   assert.equal(keyHash('order-1'), keyHash('order-1'));
   const hashes = new Set(Array.from({ length: 10_000 }, (_, i) => keyHash(`order-${i}`)));
   assert.ok(hashes.size > 9_990);
+});
+
+test("a verified record's body CRC follows from its checksum, for any body and header", () => {
+  const bodies = [
+    Buffer.alloc(0),
+    Buffer.from('x'),
+    randomBytes(1024),
+    randomBytes(70_001),
+    sample.body as Buffer,
+  ];
+  for (const body of bodies) {
+    for (const m of [
+      { ...sample, body },
+      { topic: 'T', queueId: 0, messageId: 'id', body },
+    ]) {
+      const frame = encode(m);
+      assert.equal(checkFrame(frame, 0, frame.length), FrameCheck.OK);
+      const decoded = decodeMessageFrame(frame, 0, 0);
+      assert.equal(decoded.bodyCrc, -1, 'unknown until a verified read derives it');
+      assert.equal(
+        bodyCrcOf(frame, 0, frame.length, decoded.body.length),
+        crc32(body) >>> 0,
+        `${body.length} bytes`,
+      );
+    }
+  }
+  // Inside a larger buffer, as the store reads runs of records.
+  const a = encode(sample);
+  const b = encode({ ...sample, body: randomBytes(333) });
+  const run = Buffer.concat([a, b]);
+  assert.equal(bodyCrcOf(run, a.length, b.length, 333), crc32(decodeMessageFrame(b, 0, 0).body) >>> 0);
 });

@@ -57,6 +57,24 @@ function crashImage(from: string, to: string): void {
   cpSync(from, to, { recursive: true });
 }
 
+/**
+ * A log in `dir` with frames 0…n-1 appended, crashed: its files as they stood copied into each of
+ * `images` (then the log is closed). Returns where the frames start and where the last one ends.
+ */
+async function crashedLog(
+  dir: string,
+  images: string[],
+  n: number,
+  segmentSize = SEGMENT,
+): Promise<{ starts: number[]; end: number }> {
+  const log = await open(dir, segmentSize);
+  const starts = await append(log, 0, n);
+  const end = log.endPosition;
+  for (const image of images) crashImage(dir, image);
+  await log.close();
+  return { starts, end };
+}
+
 test('the active segment is sized ahead; the one left behind and, on close, the active one are cut to their records', async () => {
   const dir = tempDir();
   try {
@@ -101,11 +119,7 @@ test('after a crash the zeros past the last record end the log: no damage report
   const dir = tempDir();
   const copy = tempDir();
   try {
-    const log = await open(dir.path);
-    await append(log, 0, 20);
-    const end = log.endPosition;
-    crashImage(dir.path, copy.path);
-    await log.close();
+    const { end } = await crashedLog(dir.path, [copy.path], 20);
 
     const recovered = await open(copy.path);
     const { frames, problem } = await scanAll(recovered);
@@ -134,11 +148,7 @@ test('a segment created just before a crash, with no record in it, is removed on
   const dir = tempDir();
   const copy = tempDir();
   try {
-    const log = await open(dir.path);
-    await append(log, 0, 5);
-    const end = log.endPosition;
-    crashImage(dir.path, copy.path);
-    await log.close();
+    const { end } = await crashedLog(dir.path, [copy.path], 5);
     // The crash came right after the segment was left behind (cut to its records) and the next one's
     // file was created and sized, before anything was written into it.
     const [first] = segmentFiles(copy.path);
@@ -168,11 +178,7 @@ test('a frame past the zeros that end the log is never read back, even after lat
   const copy = tempDir();
   const copy2 = tempDir();
   try {
-    const log = await open(dir.path);
-    await append(log, 0, 10);
-    const end = log.endPosition;
-    crashImage(dir.path, copy.path);
-    await log.close();
+    const { end } = await crashedLog(dir.path, [copy.path], 10);
     // A page of the crash's last write reached the disk, the one before it did not: a whole valid
     // frame (never acknowledged) sits past a run of zeros.
     const [seg] = segmentFiles(copy.path);
@@ -209,12 +215,7 @@ test('a last write cut short inside a segment sized ahead is a torn record; dama
   const torn = tempDir();
   const damaged = tempDir();
   try {
-    const log = await open(dir.path, 1024 * 1024);
-    const starts = await append(log, 0, 8);
-    const end = log.endPosition;
-    crashImage(dir.path, torn.path);
-    crashImage(dir.path, damaged.path);
-    await log.close();
+    const { starts, end } = await crashedLog(dir.path, [torn.path, damaged.path], 8, 1024 * 1024);
 
     // Torn: the second half of the last frame never reached the disk (zeros, like the rest).
     {

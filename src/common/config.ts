@@ -61,7 +61,12 @@ function bool(def: boolean, doc: string, cli: { flag?: string; env?: string } = 
 
 export const STORE_SCHEMA = {
   flushIntervalMs: num(500, 'fsync interval under `async` flush', 'ms', { min: 1 }),
-  segmentSize: num(256 * 1024 * 1024, 'bytes per commit-log segment', 'bytes', { min: 4096 }),
+  segmentSize: num(
+    256 * 1024 * 1024,
+    'bytes per commit-log segment; a new segment file is sized to it at once (sparse)',
+    'bytes',
+    { min: 4096 },
+  ),
   indexEntriesPerFile: num(262_144, 'entries per queue-index file (24 bytes each)', 'count', { min: 16 }),
   indexFlushIntervalMs: num(200, 'how often index entries are written out', 'ms', { min: 1 }),
   checkpointIntervalMs: num(1000, 'how often a recovery checkpoint is written', 'ms', { min: 1 }),

@@ -192,20 +192,21 @@ export class SegmentFiles {
   /** Size the segment's file to the full segment size (durably), unless it already is. */
   async extend(seg: Segment): Promise<void> {
     if (this.o.presize <= 0 || seg.written >= this.o.presize) return;
-    await this.use(seg, async (fd) => {
-      await this.o.fs.ftruncate(fd, this.o.presize);
-      await synced(this.o.fs.fdatasync(fd));
-    });
+    await this.resize(seg, this.o.presize);
   }
 
   /** Cut a segment's file to its records (durably): `SegmentLog.close`, and a segment left behind. */
   async fit(seg: Segment): Promise<void> {
     if (this.o.presize <= 0) return;
-    await this.use(seg, async (fd) => {
-      await this.o.fs.ftruncate(fd, seg.fill);
+    await this.resize(seg, seg.fill);
+    seg.written = seg.fill;
+  }
+
+  private resize(seg: Segment, length: number): Promise<void> {
+    return this.use(seg, async (fd) => {
+      await this.o.fs.ftruncate(fd, length);
       await synced(this.o.fs.fdatasync(fd));
     });
-    seg.written = seg.fill;
   }
 
   private async fitPrevious(seg: Segment): Promise<void> {

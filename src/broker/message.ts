@@ -6,3 +6,9 @@
 import type { StoredMessage } from '../store/index.js';
 
 export type BrokerMessage = Readonly<StoredMessage>;
+
+/**
+ * Where a message's stored fields lie in its record (`BrokerMessage.record`), for an edge that copies
+ * them out as they are.
+ */
+export { MessageRecordSpans } from '../store/index.js';

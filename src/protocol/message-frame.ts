@@ -9,7 +9,10 @@
  * Objects this encoder does not cover (fields toWireMessage never sets, negative or non-integer
  * numbers) give `undefined`, and the caller encodes them with protobufjs.
  */
+import type { BrokerMessage } from '../broker/message.js';
 import type { PbTimestamp } from './codec.js';
+import { toWireMessage, type DeliveryInfo } from './convert.js';
+import { planStored, writeStored, type StoredPlan } from './stored-frame.js';
 import type { Duration, Resource, SystemProperties, WireMessage } from './wire-types.js';
 import { vsize, writeVarint } from './varint.js';
 
@@ -273,10 +276,17 @@ export function encodeMessageResponse(m: WireMessage): Buffer | undefined {
   return buf;
 }
 
+/** A delivered message as a frame of an answer, written from its stored record where it can be. */
+export interface DeliveredFrame {
+  delivered: { message: BrokerMessage; info: DeliveryInfo };
+}
+
 /**
- * A whole streamed answer, gRPC-framed (a 5-byte prefix per message), in one buffer: frames with a
- * `message` are written in place, the others (status, trailing offset or timestamp) are encoded with
- * `encodeOther`. One allocation per answer instead of one per message plus a copy into the frame.
+ * A whole streamed answer, gRPC-framed (a 5-byte prefix per message), in one buffer. Delivered
+ * messages (`{ delivered }`) are written from their stored records (stored-frame.ts), or else as wire
+ * messages; frames with a wire `message` are written in place; the others (status, trailing offset or
+ * timestamp, and anything the hand-written encoders do not cover) are encoded with `encodeOther`.
+ * One allocation per answer instead of one per message plus a copy into the frame.
  */
 export function frameResponses(
   frames: readonly unknown[],
@@ -284,34 +294,54 @@ export function frameResponses(
 ): Buffer {
   lens.length = 0;
   li = 0;
-  const sizes: number[] = new Array(frames.length);
-  const others: (Uint8Array | undefined)[] = new Array(frames.length);
+  const n = frames.length;
+  const sizes: number[] = new Array(n);
+  const plans: (StoredPlan | undefined)[] = new Array(n);
+  const wires: (WireMessage | undefined)[] = new Array(n);
+  const others: (Uint8Array | undefined)[] = new Array(n);
   let total = 0;
-  for (let i = 0; i < frames.length; i++) {
-    const message = (frames[i] as { message?: WireMessage }).message;
+  for (let i = 0; i < n; i++) {
+    const frame = frames[i] as { message?: WireMessage; delivered?: DeliveredFrame['delivered'] };
+    let message = frame.message;
+    const delivered = frame.delivered;
+    if (delivered !== undefined) {
+      const plan = planStored(delivered.message, delivered.info);
+      if (plan !== undefined) {
+        plans[i] = plan;
+        sizes[i] = 1 + vsize(plan.size) + plan.size;
+        total += 5 + sizes[i]!;
+        continue;
+      }
+      message = toWireMessage(delivered.message, delivered.info);
+    }
     const size = message ? trySize(message) : undefined;
     if (size === undefined) {
-      const bytes = encodeOther(frames[i]);
+      const bytes = encodeOther(delivered !== undefined ? { message } : frame);
       others[i] = bytes;
       sizes[i] = bytes.length;
-    } else sizes[i] = size;
+    } else {
+      wires[i] = message;
+      sizes[i] = size;
+    }
     total += 5 + sizes[i]!;
   }
   const out = Buffer.allocUnsafe(total);
   let at = 0;
-  for (let i = 0; i < frames.length; i++) {
+  for (let i = 0; i < n; i++) {
     out[at] = 0;
     out.writeUInt32BE(sizes[i]!, at + 1);
     at += 5;
-    const other = others[i];
-    if (other) {
-      out.set(other, at);
-      at += other.length;
-    } else {
-      const end = wMessage(out, at, (frames[i] as { message: WireMessage }).message);
-      if (end !== at + sizes[i]!) throw new Error(`message frame: wrote ${end - at} of ${sizes[i]} bytes`);
-      at = end;
+    const plan = plans[i];
+    const wire = wires[i];
+    let end: number;
+    if (plan !== undefined) end = writeStored(out, at, plan);
+    else if (wire !== undefined) end = wMessage(out, at, wire);
+    else {
+      out.set(others[i]!, at);
+      end = at + others[i]!.length;
     }
+    if (end !== at + sizes[i]!) throw new Error(`message frame: wrote ${end - at} of ${sizes[i]} bytes`);
+    at = end;
   }
   return out;
 }

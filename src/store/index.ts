@@ -13,7 +13,7 @@ export type {
 } from './store-types.js';
 export { StateLog } from './state-log.js';
 export type { StateLogOptions, StateReplay } from './state-log.js';
-export { tagHash, keyHash } from './record-codec.js';
+export { tagHash, keyHash, MessageRecordSpans } from './record-codec.js';
 export type { MessageInput, StoredMessage } from './record-codec.js';
 export { planRetention } from './retention.js';
 export type { RetentionPlan, RetentionPolicy, SegmentInfo } from './retention.js';

@@ -330,7 +330,7 @@ export class MessageStore {
       );
       return;
     }
-    const m = decodeMessageFrame(buf, off, e.logPosition);
+    const m = decodeMessageFrame(buf, off, e.logPosition, topic);
     m.queueOffset = e.offset;
     // Verified: the body's CRC (the digest a delivery carries) comes from the checksum just checked,
     // where that is cheaper than a pass over the body (bench/body-crc.ts).

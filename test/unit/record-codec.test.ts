@@ -11,6 +11,7 @@ import {
   encodePayloadFrame,
   FrameCheck,
   messageFrameUpperBound,
+  MessageRecordSpans,
   RecordType,
   tagHash,
   keyHash,
@@ -55,8 +56,11 @@ test('a message record round-trips every field, including non-ASCII text', () =>
       logPosition: 1234,
       size: frame.length,
       bodyCrc: -1,
+      record: frame,
+      recordAt: 0,
     },
   );
+  assert.equal(m.record, frame, 'the record it was read from, not a copy');
   const f = decodeMessageIndexFields(frame, 0);
   assert.deepEqual(f, {
     flags: 0,
@@ -164,4 +168,40 @@ test("a verified record's body CRC follows from its checksum, for any body and h
   const b = encode({ ...sample, body: randomBytes(333) });
   const run = Buffer.concat([a, b]);
   assert.equal(bodyCrcOf(run, a.length, b.length, 333), crc32(decodeMessageFrame(b, 0, 0).body) >>> 0);
+});
+
+test('the spans of a record locate each stored field without decoding it', () => {
+  const frame = Buffer.concat([Buffer.alloc(11), encode(sample)]);
+  const m = decodeMessageFrame(frame, 11, 0);
+  const s = new MessageRecordSpans();
+  assert.equal(s.read(frame, 11), true);
+  const text = (at: number, length: number) => frame.toString('utf8', at, at + length);
+  assert.equal(text(s.topicAt, s.topicLength), m.topic);
+  assert.equal(text(s.idAt, s.idLength), m.messageId);
+  assert.equal(text(s.tagAt, s.tagLength), m.tag);
+  assert.equal(text(s.groupAt, s.groupLength), m.messageGroup);
+  assert.equal(text(s.hostAt, s.hostLength), m.bornHost);
+  const keys = Array.from({ length: s.keyCount }, (_, i) => text(s.keys[2 * i]!, s.keys[2 * i + 1]!));
+  assert.deepEqual(keys, m.keys);
+  const props: Record<string, string> = {};
+  for (let i = 0; i < s.propertyCount; i++) {
+    const p = s.properties;
+    props[text(p[4 * i]!, p[4 * i + 1]!)] = text(p[4 * i + 2]!, p[4 * i + 3]!);
+  }
+  assert.deepEqual(props, m.properties);
+  assert.ok(frame.subarray(s.bodyAt, s.bodyAt + s.bodyLength).equals(m.body));
+  const many = encode({ ...sample, keys: Array.from({ length: 40 }, (_, i) => `k${i}`) });
+  assert.equal(s.read(many, 0), true, 'more keys than its first arrays hold');
+  assert.equal(s.keyCount, 40);
+  assert.equal(s.read(encodePayloadFrame(RecordType.STATE, Buffer.from('x')), 0), false, 'not a message');
+});
+
+test('a decoded string that equals the one expected is that string; other text is decoded', () => {
+  const latin = encode({ ...sample, topic: 'Ã©', bornHost: 'Ã©' });
+  const utf = encode({ ...sample, topic: 'é', bornHost: 'é' });
+  assert.equal(decodeMessageFrame(latin, 0, 0, 'Ã©').bornHost, 'Ã©');
+  const m = decodeMessageFrame(utf, 0, 0, 'Ã©'); // the last born host decoded was "Ã©" too
+  assert.equal(m.topic, 'é');
+  assert.equal(m.bornHost, 'é');
+  assert.equal(decodeMessageFrame(encode(sample), 0, 0, 'Other').topic, sample.topic);
 });

@@ -8,7 +8,7 @@ import { VelaError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { fromMillis, toMillis } from '../codec.js';
 import { resourceName, type CallContext } from '../context.js';
-import { toWireMessage } from '../convert.js';
+import type { DeliveredFrame } from '../message-frame.js';
 import { fromInternal } from '../namespace.js';
 import { batchStatus, OK_STATUS, statusOf } from '../status.js';
 import {
@@ -18,7 +18,6 @@ import {
   type MessageQueue,
   type Resource,
   type Status,
-  type WireMessage,
 } from '../wire-types.js';
 
 export interface ReceiveRequestWire {
@@ -32,8 +31,9 @@ export interface ReceiveRequestWire {
   attempt_id?: string;
 }
 
+/** A delivered message goes as `{ delivered }`: the answer's encoder writes it (message-frame.ts). */
 export type ReceiveFrame =
-  { status: Status } | { message: WireMessage } | { delivery_timestamp: { seconds: number; nanos: number } };
+  { status: Status } | DeliveredFrame | { delivery_timestamp: { seconds: number; nanos: number } };
 
 /** Leave this much of the client's deadline for the answer to travel back. */
 const DEADLINE_MARGIN_MS = 500;
@@ -76,15 +76,19 @@ export async function receiveMessage(
     return [{ status: { code: Code.MESSAGE_NOT_FOUND, message: 'no new message' } }, stamp];
   }
   const frames: ReceiveFrame[] = [{ status: OK_STATUS }];
+  const crc32Digest = ctx.crc32Digest === true;
   for (const d of delivered) {
     frames.push({
-      message: toWireMessage(d.message, {
-        receiptHandle: d.receiptHandle,
-        deliveryAttempt: d.deliveryAttempt,
-        invisibleMs: d.invisibleMs,
-        storeHost,
-        crc32Digest: ctx.crc32Digest === true,
-      }),
+      delivered: {
+        message: d.message,
+        info: {
+          receiptHandle: d.receiptHandle,
+          deliveryAttempt: d.deliveryAttempt,
+          invisibleMs: d.invisibleMs,
+          storeHost,
+          crc32Digest,
+        },
+      },
     });
   }
   frames.push(stamp);

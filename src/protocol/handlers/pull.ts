@@ -7,7 +7,7 @@ import { Code } from '../../common/codes.js';
 import { VelaError } from '../../common/errors.js';
 import { toMillis } from '../codec.js';
 import { resourceName, type CallContext } from '../context.js';
-import { toWireMessage } from '../convert.js';
+import type { DeliveredFrame } from '../message-frame.js';
 import { fromInternal } from '../namespace.js';
 import { OK_STATUS } from '../status.js';
 import {
@@ -17,10 +17,10 @@ import {
   type MessageQueue,
   type Resource,
   type Status,
-  type WireMessage,
 } from '../wire-types.js';
 
-export type PullFrame = { status: Status } | { message: WireMessage } | { next_offset: number };
+/** A pulled message goes as `{ delivered }`: the answer's encoder writes it (message-frame.ts). */
+export type PullFrame = { status: Status } | DeliveredFrame | { next_offset: number };
 
 function names(
   ctx: CallContext,
@@ -81,7 +81,7 @@ export async function pullMessage(
   }
   const frames: PullFrame[] = [{ status: OK_STATUS }];
   const delivery = { deliveryAttempt: 1, storeHost, crc32Digest: ctx.crc32Digest === true };
-  for (const m of r.messages) frames.push({ message: toWireMessage(m, delivery) });
+  for (const m of r.messages) frames.push({ delivered: { message: m, info: delivery } });
   frames.push({ next_offset: r.nextOffset });
   return frames;
 }

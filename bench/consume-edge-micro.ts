@@ -8,11 +8,14 @@
  * - a delivered 1 KiB message frame: protobufjs's encoder + gRPC framing, and the hand-written encoder
  *   writing a whole 32-message answer into one buffer;
  * - the SDK's decoding of that frame: protobufjs decode + toObject, and decode alone (`decodeLean`);
- * - the MD5 of a 1 KiB body: a Hash object, and the one-shot `crypto.hash`.
+ * - the MD5 of a 1 KiB body: a Hash object, and the one-shot `crypto.hash`;
+ * - an AckMessage of 32 entries on the broker: the request decoded and the answer encoded with
+ *   protobufjs, and by hand (protocol/ack-codec.ts).
  */
 import { createHash, createHmac, hash, randomBytes } from 'node:crypto';
 import { ReceiptHandles } from '../src/broker/receipt-handle.js';
-import { decode, decodeLean, encode, messagingMethods } from '../src/protocol/codec.js';
+import { decode, decodeLean, decodeRequest, encode, messagingMethods } from '../src/protocol/codec.js';
+import { decodeAckRequest, encodeAckResponse } from '../src/protocol/ack-codec.js';
 import { toWireMessage } from '../src/protocol/convert.js';
 import { frameResponses } from '../src/protocol/message-frame.js';
 import { frameMessages } from '../src/protocol/transport/grpc-wire.js';
@@ -87,3 +90,28 @@ cpuPer('SDK: decode one message frame + toObject', 1, () => decode(type, one));
 cpuPer('SDK: decode one message frame, lean', 1, () => decodeLean(type, one));
 cpuPer('MD5 of 1 KiB: createHash', 1, () => createHash('md5').update(stored.body).digest('hex'));
 cpuPer('MD5 of 1 KiB: crypto.hash', 1, () => hash('md5', stored.body, 'hex'));
+
+const ack = messagingMethods().get('AckMessage')!;
+const ackRequest = Buffer.from(
+  encode(ack.requestType, {
+    group: { name: 'Group' },
+    topic: { name: 'Topic' },
+    entries: issued.map((h, i) => ({ message_id: `0A0B0C0D0E0F001122334455667788${i}`, receipt_handle: h })),
+  }),
+);
+const ackAnswer = {
+  status: { code: 20000, message: 'OK' },
+  entries: issued.map((h, i) => ({
+    message_id: `0A0B0C0D0E0F001122334455667788${i}`,
+    receipt_handle: h,
+    status: { code: 20000, message: 'OK' },
+  })),
+};
+cpuPer('AckMessage of 32: request decoded by protobufjs (per entry)', 32, () =>
+  decodeRequest(ack.requestType, ackRequest),
+);
+cpuPer('AckMessage of 32: request decoded by hand (per entry)', 32, () => decodeAckRequest(ackRequest));
+cpuPer('AckMessage of 32: answer encoded by protobufjs (per entry)', 32, () =>
+  encode(ack.responseType, ackAnswer),
+);
+cpuPer('AckMessage of 32: answer encoded by hand (per entry)', 32, () => encodeAckResponse(ackAnswer));

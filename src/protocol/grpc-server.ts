@@ -32,6 +32,7 @@ import { endTransaction } from './handlers/transaction.js';
 import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status } from './wire-types.js';
 import { frameResponses } from './message-frame.js';
+import { decodeAckRequest, encodeAckResponse } from './ack-codec.js';
 import { rpcTimer } from './rpc-stats.js';
 import { Code } from '../common/codes.js';
 import { GrpcAccess, credentialsOf } from './auth.js';
@@ -166,20 +167,31 @@ export class GrpcEndpoint {
     };
 
     /** Guard, then decode: a refused request throws a LimitError; a malformed one decodes to a marker. */
-    const decodeGuarded = (m: MethodCodec, bytes: Buffer, entriesField?: number): object => {
+    const decodeGuarded = (
+      m: MethodCodec,
+      bytes: Buffer,
+      entriesField?: number,
+      decodeFast?: (bytes: Buffer) => object | undefined,
+    ): object => {
       try {
         guardRequest(m.requestType, bytes, requestLimits, entriesField);
       } catch (err) {
         if (err instanceof LimitError && err.kind === 'malformed') return { [MALFORMED]: err.message };
         throw err;
       }
-      return decodeRequest(m.requestType, bytes);
+      return decodeFast?.(bytes) ?? decodeRequest(m.requestType, bytes);
     };
 
-    const answer = (call: ServerCall, type: protobuf.Type, res: unknown, name: string) => {
+    const answer = (
+      call: ServerCall,
+      type: protobuf.Type,
+      res: unknown,
+      name: string,
+      encodeFast?: (res: never) => Uint8Array | undefined,
+    ) => {
       let bytes: Uint8Array;
       try {
-        bytes = encode(type, res);
+        bytes = encodeFast?.(res as never) ?? encode(type, res);
       } catch (err) {
         log.error({ err, rpc: name }, 'cannot encode a response');
         call.fail(GrpcStatus.INTERNAL, 'internal error: cannot encode the response');
@@ -210,7 +222,13 @@ export class GrpcEndpoint {
     const unary = (
       name: string,
       fn: Unary,
-      opt: { requireClientId?: boolean; entriesField?: number } = {},
+      opt: {
+        requireClientId?: boolean;
+        entriesField?: number;
+        /** Hand-written codecs for a hot method; undefined from either: protobufjs does it. */
+        decode?: (bytes: Buffer) => object | undefined;
+        encode?: (res: never) => Uint8Array | undefined;
+      } = {},
     ) => {
       const m = methods.get(name)!;
       const timer = rpcTimer(broker.stats, name);
@@ -220,7 +238,7 @@ export class GrpcEndpoint {
           const started = timer.start();
           let req: object;
           try {
-            req = decodeGuarded(m, bytes, opt.entriesField);
+            req = decodeGuarded(m, bytes, opt.entriesField, opt.decode);
           } catch (err) {
             handler.onRefused!(call, err as LimitError);
             return;
@@ -229,12 +247,12 @@ export class GrpcEndpoint {
           const auth = admit(call);
           (auth ? Promise.resolve(auth).then(run) : Promise.resolve().then(run)).then(
             (res) => {
-              answer(call, m.responseType, res, name);
+              answer(call, m.responseType, res, name, opt.encode);
               timer.end(started, (res as { status?: { code?: number } })?.status?.code ?? Code.OK);
             },
             (err: unknown) => {
               const status = statusOf(err, log, name);
-              answer(call, m.responseType, { status }, name);
+              answer(call, m.responseType, { status }, name, opt.encode);
               timer.end(started, status.code);
             },
           );
@@ -331,7 +349,11 @@ export class GrpcEndpoint {
     );
     register(
       'AckMessage',
-      unary('AckMessage', (ctx, req) => ackMessage(broker, ctx, req, log), { entriesField: 3 }),
+      unary('AckMessage', (ctx, req) => ackMessage(broker, ctx, req, log), {
+        entriesField: 3,
+        decode: decodeAckRequest,
+        encode: encodeAckResponse,
+      }),
     );
     register(
       'ChangeInvisibleDuration',

@@ -1,0 +1,207 @@
+/**
+ * AckMessage on the broker's side, by hand: the request decoded and the answer written without
+ * protobufjs. A push consumer acknowledges every message it receives, and protobufjs's generic
+ * decoder (a message object per entry, then `toObject`) and writer (a list of operations and an
+ * allocation per field) cost ~1.3 µs per acknowledged message on the broker, a tenth of its CPU in
+ * the W2 benchmark (docs/benchmarks.md).
+ *
+ * `decodeAckRequest` gives the object `decodeRequest` would (fields present on the wire, and only
+ * those), or undefined for anything it does not cover (an unknown field, an unexpected wire type,
+ * bytes that do not parse): protobufjs decides those. `encodeAckResponse` writes the bytes protobufjs
+ * writes for the same object, or gives undefined for one it does not cover.
+ * test/unit/ack-codec.test.ts checks both against protobufjs.
+ */
+import type { Resource, Status } from './wire-types.js';
+import { vsize, writeVarint } from './varint.js';
+
+export interface AckRequestWire {
+  group?: Resource;
+  topic?: Resource;
+  entries?: AckEntryWire[];
+}
+
+export interface AckEntryWire {
+  message_id?: string;
+  receipt_handle?: string;
+}
+
+export interface AckResponseWire {
+  status: Status;
+  entries?: { message_id: string; receipt_handle: string; status: Status }[];
+}
+
+// ---- decoding ----
+
+class Unsupported extends Error {}
+const UNSUPPORTED = new Unsupported();
+
+let buf: Buffer = Buffer.alloc(0);
+let pos = 0;
+
+/** A varint below 2^28 (lengths and tags here): longer ones are left to protobufjs. */
+function small(end: number): number {
+  let v = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (pos >= end) throw UNSUPPORTED;
+    const b = buf[pos++]!;
+    v |= (b & 127) << shift;
+    if (b < 128) return v;
+  }
+  throw UNSUPPORTED;
+}
+
+function lengthOf(end: number): number {
+  const n = small(end);
+  if (n > end - pos) throw UNSUPPORTED;
+  return n;
+}
+
+function string(end: number): string {
+  const n = lengthOf(end);
+  const start = pos;
+  pos += n;
+  if (n === 0) return '';
+  // Invalid UTF-8 would be decoded to U+FFFD as protobufjs does; ASCII (ids, handles) is the rule.
+  return buf.toString('utf8', start, pos);
+}
+
+function resource(end: number): Resource {
+  const n = lengthOf(end);
+  const stop = pos + n;
+  const r: Resource = {};
+  while (pos < stop) {
+    const tag = small(stop);
+    if (tag === ((1 << 3) | 2)) r.resource_namespace = string(stop);
+    else if (tag === ((2 << 3) | 2)) r.name = string(stop);
+    else throw UNSUPPORTED;
+  }
+  return r;
+}
+
+function entry(end: number): AckEntryWire {
+  const n = lengthOf(end);
+  const stop = pos + n;
+  const e: AckEntryWire = {};
+  while (pos < stop) {
+    const tag = small(stop);
+    if (tag === ((1 << 3) | 2)) e.message_id = string(stop);
+    else if (tag === ((2 << 3) | 2)) e.receipt_handle = string(stop);
+    else throw UNSUPPORTED; // lite_topic, unknown fields
+  }
+  return e;
+}
+
+/** An AckMessageRequest as `decodeRequest` gives it, or undefined: decode it with protobufjs. */
+export function decodeAckRequest(bytes: Buffer): AckRequestWire | undefined {
+  buf = bytes;
+  pos = 0;
+  const end = bytes.length;
+  const req: AckRequestWire = {};
+  const entries: AckEntryWire[] = [];
+  try {
+    while (pos < end) {
+      const tag = small(end);
+      if (tag === ((1 << 3) | 2)) req.group = mergeResource(req.group, resource(end));
+      else if (tag === ((2 << 3) | 2)) req.topic = mergeResource(req.topic, resource(end));
+      else if (tag === ((3 << 3) | 2)) entries.push(entry(end));
+      else return undefined;
+    }
+  } catch (err) {
+    if (err === UNSUPPORTED) return undefined;
+    throw err;
+  } finally {
+    buf = EMPTY;
+  }
+  if (entries.length > 0) req.entries = entries;
+  return req;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** A message field that occurs twice is merged (protobuf's rule; the later scalar wins). */
+function mergeResource(earlier: Resource | undefined, later: Resource): Resource {
+  return earlier ? { ...earlier, ...later } : later;
+}
+
+// ---- encoding ----
+
+/** A string's UTF-8 length (equal to its length exactly when it is ASCII). */
+function utf8Length(s: string): number {
+  return s.length < 8 ? shortUtf8Length(s) : Buffer.byteLength(s, 'utf8');
+}
+
+function shortUtf8Length(s: string): number {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s, 'utf8');
+  return s.length;
+}
+
+function statusSize(s: Status, lens: number[]): number {
+  const m = utf8Length(s.message);
+  lens.push(m);
+  return (s.code ? 1 + vsize(s.code) : 0) + (s.message ? 1 + vsize(m) + m : 0);
+}
+
+function writeString(out: Buffer, at: number, tag: number, s: string, n: number): number {
+  out[at++] = tag;
+  at = writeVarint(out, at, n);
+  if (n < 8 && n === s.length) for (let i = 0; i < n; i++) out[at + i] = s.charCodeAt(i);
+  else out.write(s, at, n, n === s.length ? 'latin1' : 'utf8');
+  return at + n;
+}
+
+function writeStatus(out: Buffer, at: number, tag: number, s: Status, size: number, n: number): number {
+  out[at++] = tag;
+  at = writeVarint(out, at, size);
+  if (s.code) {
+    out[at++] = 1 << 3;
+    at = writeVarint(out, at, s.code);
+  }
+  if (s.message) at = writeString(out, at, (2 << 3) | 2, s.message, n);
+  return at;
+}
+
+const okCode = (c: unknown) => typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 && c < 2 ** 31;
+
+/** An AckMessageResponse as protobufjs writes it, or undefined for an answer this does not cover. */
+export function encodeAckResponse(res: AckResponseWire): Buffer | undefined {
+  const status = res.status;
+  const entries = res.entries ?? [];
+  if (!okCode(status.code) || typeof status.message !== 'string') return undefined;
+  // Per part, in writing order: [status size, message length], then per entry [id, handle, entry
+  // size, status size, message length].
+  const lens: number[] = [];
+  const statusLength = statusSize(status, lens);
+  let total = 1 + vsize(statusLength) + statusLength;
+  for (const e of entries) {
+    const st = e.status;
+    if (!okCode(st.code) || typeof st.message !== 'string') return undefined;
+    if (typeof e.message_id !== 'string' || typeof e.receipt_handle !== 'string') return undefined;
+    const id = utf8Length(e.message_id);
+    const handle = utf8Length(e.receipt_handle);
+    const at = lens.length;
+    lens.push(id, handle, 0, 0);
+    const stSize = statusSize(st, lens);
+    // Empty strings are left out, as protobufjs leaves out every field at its default.
+    const size =
+      (id ? 1 + vsize(id) + id : 0) + (handle ? 1 + vsize(handle) + handle : 0) + 1 + vsize(stSize) + stSize;
+    lens[at + 2] = size;
+    lens[at + 3] = stSize;
+    total += 1 + vsize(size) + size;
+  }
+  const out = Buffer.allocUnsafe(total);
+  let li = 0;
+  let at = writeStatus(out, 0, (1 << 3) | 2, status, statusLength, lens[li++]!);
+  for (const e of entries) {
+    const id = lens[li++]!;
+    const handle = lens[li++]!;
+    const size = lens[li++]!;
+    const stSize = lens[li++]!;
+    out[at++] = (2 << 3) | 2;
+    at = writeVarint(out, at, size);
+    if (id) at = writeString(out, at, (1 << 3) | 2, e.message_id, id);
+    if (handle) at = writeString(out, at, (2 << 3) | 2, e.receipt_handle, handle);
+    at = writeStatus(out, at, (3 << 3) | 2, e.status, stSize, lens[li++]!);
+  }
+  if (at !== total) throw new Error(`AckMessageResponse: wrote ${at} of ${total} bytes`);
+  return out;
+}

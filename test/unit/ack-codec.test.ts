@@ -1,0 +1,85 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeRequest, encode, messagingMethods } from '../../src/protocol/codec.js';
+import { decodeAckRequest, encodeAckResponse, type AckResponseWire } from '../../src/protocol/ack-codec.js';
+
+const ack = messagingMethods().get('AckMessage')!;
+const bytesOf = (o: unknown) => Buffer.from(encode(ack.requestType, o));
+const handle = 'AgAAAAMAAAAAAAAAAAAAAAF5g6XlD1SR6jqF-L1Sp3Ye';
+
+const requests: [string, unknown][] = [
+  [
+    'a batch of entries',
+    {
+      group: { name: 'G' },
+      topic: { resource_namespace: 'ns', name: 'T' },
+      entries: Array.from({ length: 32 }, (_, i) => ({ message_id: `01AB${i}`, receipt_handle: handle })),
+    },
+  ],
+  ['no entries, no resources', {}],
+  ['empty strings and non-ASCII text', { group: { name: '' }, topic: { name: 'тема' }, entries: [{}] }],
+  ['an entry without its id', { group: { name: 'G' }, entries: [{ receipt_handle: handle }] }],
+];
+
+for (const [name, req] of requests) {
+  test(`an AckMessageRequest decoded by hand is what protobufjs gives: ${name}`, () => {
+    const bytes = bytesOf(req);
+    assert.deepEqual(decodeAckRequest(bytes), decodeRequest(ack.requestType, bytes));
+  });
+}
+
+test('fields in another order, and a resource given twice, decode as protobufjs decodes them', () => {
+  const entry = bytesOf({ entries: [{ message_id: 'm', receipt_handle: 'h' }] });
+  const group1 = bytesOf({ group: { resource_namespace: 'a', name: 'G1' } });
+  const group2 = bytesOf({ group: { name: 'G2' } });
+  const bytes = Buffer.concat([entry, group1, entry, group2]);
+  assert.deepEqual(decodeAckRequest(bytes), decodeRequest(ack.requestType, bytes));
+});
+
+test('what the hand decoder does not cover is left to protobufjs', () => {
+  const lite = bytesOf({ entries: [{ message_id: 'm', receipt_handle: 'h', lite_topic: 'x' }] });
+  assert.equal(decodeAckRequest(lite), undefined, 'an entry with a lite topic');
+  const unknown = Buffer.concat([bytesOf({ group: { name: 'G' } }), Buffer.from([0x48, 0x01])]); // field 9
+  assert.equal(decodeAckRequest(unknown), undefined, 'an unknown field');
+  const truncated = bytesOf({ entries: [{ message_id: 'm', receipt_handle: handle }] }).subarray(0, 10);
+  assert.equal(decodeAckRequest(truncated), undefined, 'bytes that end inside a field');
+  assert.deepEqual(decodeAckRequest(bytesOf({ group: { name: 'G' } })), { group: { name: 'G' } }, 'and on');
+});
+
+const responses: [string, AckResponseWire][] = [
+  [
+    'every entry acknowledged',
+    {
+      status: { code: 20000, message: 'OK' },
+      entries: Array.from({ length: 32 }, (_, i) => ({
+        message_id: `01AB${i}`,
+        receipt_handle: handle,
+        status: { code: 20000, message: 'OK' },
+      })),
+    },
+  ],
+  [
+    'refused entries, empty and non-ASCII strings',
+    {
+      status: { code: 40000, message: 'some entries failed: ошибка' },
+      entries: [
+        { message_id: '', receipt_handle: '', status: { code: 40004, message: 'invalid receipt handle' } },
+        { message_id: 'm', receipt_handle: 'ключ', status: { code: 0, message: '' } },
+      ],
+    },
+  ],
+  ['an error answer, no entries', { status: { code: 50001, message: 'internal' } }],
+];
+
+for (const [name, res] of responses) {
+  test(`an AckMessageResponse written by hand is byte for byte protobufjs's: ${name}`, () => {
+    const fast = encodeAckResponse(res);
+    assert.ok(fast, 'covered');
+    assert.ok(fast.equals(Buffer.from(encode(ack.responseType, res))));
+  });
+}
+
+test('an answer the hand encoder does not cover is left to protobufjs', () => {
+  assert.equal(encodeAckResponse({ status: { code: -1, message: '' } }), undefined);
+  assert.equal(encodeAckResponse({ status: { code: 1.5, message: '' } }), undefined);
+});

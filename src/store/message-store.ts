@@ -255,9 +255,11 @@ export class MessageStore {
         j++;
       }
       // Bytes still in memory are the ones this process encoded (and checksummed): no disk read and
-      // no checksum to verify. Anything else comes from the files and is verified.
+      // no checksum to verify (and the checksum is right: the body's CRC can be derived from it).
+      // Anything else comes from the files and is verified.
       let buf = this.log.readRecent(start, end - start);
       const verify = buf === null && this.o.verifyChecksumOnRead;
+      const checksummed = buf !== null || verify;
       if (buf === null && this.log.cachesChunks) {
         // Through the chunk cache: the span read once for all queues, this queue's records copied
         // out of it into one buffer.
@@ -271,7 +273,7 @@ export class MessageStore {
           while (k < j) {
             const e = wanted[k]!;
             if (this.log.copyCached(e.logPosition, e.size, own, at)) {
-              this.decodeInto(messages, corruptOffsets, own, at, e, verify, topic, queueId);
+              this.decodeInto(messages, corruptOffsets, own, at, e, verify, checksummed, topic, queueId);
               at += e.size;
               k++;
               continue;
@@ -284,7 +286,8 @@ export class MessageStore {
             const run = await this.log.read(from, last.logPosition + last.size - from);
             for (; k < m; k++) {
               const r = wanted[k]!;
-              this.decodeInto(messages, corruptOffsets, run, r.logPosition - from, r, verify, topic, queueId);
+              const off = r.logPosition - from;
+              this.decodeInto(messages, corruptOffsets, run, off, r, verify, checksummed, topic, queueId);
             }
           }
         } catch (err) {
@@ -304,7 +307,8 @@ export class MessageStore {
       }
       for (let k = i; k < j; k++) {
         const e = wanted[k]!;
-        this.decodeInto(messages, corruptOffsets, buf, e.logPosition - start, e, verify, topic, queueId);
+        const off = e.logPosition - start;
+        this.decodeInto(messages, corruptOffsets, buf, off, e, verify, checksummed, topic, queueId);
       }
       i = j;
     }
@@ -319,6 +323,8 @@ export class MessageStore {
     off: number,
     e: IndexEntry,
     verify: boolean,
+    /** The record's checksum is known to be right (verified now, or written by this process). */
+    checksummed: boolean,
     topic: string,
     queueId: number,
   ): void {
@@ -332,9 +338,9 @@ export class MessageStore {
     }
     const m = decodeMessageFrame(buf, off, e.logPosition, topic);
     m.queueOffset = e.offset;
-    // Verified: the body's CRC (the digest a delivery carries) comes from the checksum just checked,
-    // where that is cheaper than a pass over the body (bench/body-crc.ts).
-    if (verify && m.body.length >= DERIVE_BODY_CRC_FROM)
+    // A right checksum gives the body's CRC (the digest a delivery carries), where that is cheaper
+    // than a pass over the body (bench/body-crc.ts).
+    if (checksummed && m.body.length >= DERIVE_BODY_CRC_FROM)
       m.bodyCrc = bodyCrcOf(buf, off, e.size, m.body.length);
     messages.push(m);
   }

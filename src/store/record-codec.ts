@@ -351,16 +351,38 @@ const NO_BYTES = Buffer.alloc(0);
  */
 export class MessageRecordSpans {
   buf: Buffer = NO_BYTES;
-  topicAt = 0;
-  topicLength = 0;
-  idAt = 0;
-  idLength = 0;
-  tagAt = 0;
-  tagLength = 0;
-  groupAt = 0;
-  groupLength = 0;
-  hostAt = 0;
-  hostLength = 0;
+  /** Start and length of the topic, message id, tag, message group and born host, in record order. */
+  private readonly strings = new Int32Array(10);
+  get topicAt(): number {
+    return this.strings[0]!;
+  }
+  get topicLength(): number {
+    return this.strings[1]!;
+  }
+  get idAt(): number {
+    return this.strings[2]!;
+  }
+  get idLength(): number {
+    return this.strings[3]!;
+  }
+  get tagAt(): number {
+    return this.strings[4]!;
+  }
+  get tagLength(): number {
+    return this.strings[5]!;
+  }
+  get groupAt(): number {
+    return this.strings[6]!;
+  }
+  get groupLength(): number {
+    return this.strings[7]!;
+  }
+  get hostAt(): number {
+    return this.strings[8]!;
+  }
+  get hostLength(): number {
+    return this.strings[9]!;
+  }
   keyCount = 0;
   /** Start and length of each key. */
   keys = new Int32Array(16);
@@ -379,26 +401,14 @@ export class MessageRecordSpans {
     if (buf[off + 8] !== RecordType.MESSAGE || buf[p] !== MESSAGE_VERSION) return false;
     this.buf = buf;
     let at = p + FIXED_MESSAGE_SIZE;
-    let n = buf[at]! | (buf[at + 1]! << 8);
-    this.topicAt = at + 2;
-    this.topicLength = n;
-    at += 2 + n;
-    n = buf[at]! | (buf[at + 1]! << 8);
-    this.idAt = at + 2;
-    this.idLength = n;
-    at += 2 + n;
-    n = buf[at]! | (buf[at + 1]! << 8);
-    this.tagAt = at + 2;
-    this.tagLength = n;
-    at += 2 + n;
-    n = buf[at]! | (buf[at + 1]! << 8);
-    this.groupAt = at + 2;
-    this.groupLength = n;
-    at += 2 + n;
-    n = buf[at]! | (buf[at + 1]! << 8);
-    this.hostAt = at + 2;
-    this.hostLength = n;
-    at += 2 + n;
+    let n: number;
+    const strings = this.strings;
+    for (let i = 0; i < 10; i += 2) {
+      n = buf[at]! | (buf[at + 1]! << 8);
+      strings[i] = at + 2;
+      strings[i + 1] = n;
+      at += 2 + n;
+    }
     const keyCount = buf[at]! | (buf[at + 1]! << 8);
     at += 2;
     if (this.keys.length < keyCount * 2) this.keys = new Int32Array(keyCount * 2);

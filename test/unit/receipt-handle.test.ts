@@ -33,6 +33,25 @@ test('changing any bit of a handle makes it invalid', () => {
   }
 });
 
+test('changing any bit of a handle makes it invalid in a batch too, and only that one', () => {
+  const h = ReceiptHandles.withKey(randomBytes(32));
+  const good = h.encode('T', 'G', fields);
+  const raw = Buffer.from(good, 'base64url');
+  const batch: string[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    for (let bit = 0; bit < 8; bit++) {
+      const t = Buffer.from(raw);
+      t[i]! ^= 1 << bit;
+      batch.push(t.toString('base64url'), good);
+    }
+  }
+  const out = h.decodeMany(batch, 'T', 'G');
+  for (let i = 0; i < out.length; i += 2) {
+    assert.ok(invalid(out[i]), `flipped bit ${i / 2}`);
+    assert.deepEqual(out[i + 1], fields, `the untouched one beside it (${i / 2})`);
+  }
+});
+
 test('handles of different deliveries differ, and the same delivery gives the same handle', () => {
   const h = ReceiptHandles.withKey(randomBytes(32));
   const a = h.encode('T', 'G', fields);
@@ -82,6 +101,9 @@ test('handles issued and checked in batches are the same as one at a time', () =
     'junk',
     7,
     h.encode('T', 'G2', many[1]!),
+    `${handles[5]!.slice(0, 38)}!`, // a character outside base64url
+    `${handles[5]!}=`, // padded
+    handles[5]!.slice(0, 38),
   ];
   const out = h.decodeMany(mixed, 'T', 'G');
   assert.deepEqual(out.slice(0, 41), [...many, many[0]]);

@@ -1,9 +1,10 @@
 /**
  * Coalesces acknowledgements: acks for the same broker, group and topic go out as one AckMessage with
  * many entries (at most `MAX_ACK_ENTRIES`). While no AckMessage of that key is in flight, what was issued
- * in one turn of the event loop goes at the end of the turn; while one is, acks gather until it is
- * answered (or until `MAX_ACK_ENTRIES` are waiting), so a busy consumer sends full batches rather than one
- * per received batch. Each caller gets its own entry's outcome: resolved, or rejected with that
+ * in one turn of the event loop goes at the end of the turn — with whatever else the connection writes
+ * then (a push consumer's next ReceiveMessage), in one socket write, or else at the next `setImmediate`;
+ * while one is in flight, acks gather until it is answered (or until `MAX_ACK_ENTRIES` are waiting), so
+ * a busy consumer sends full batches rather than one per received batch. Each caller gets its own entry's outcome: resolved, or rejected with that
  * entry's typed error.
  */
 import type { Resource } from '../protocol/wire-types.js';
@@ -66,7 +67,17 @@ export class AckBatcher {
       if (!p) this.pending.set(key, (p = { conn, group, topic, items: [] }));
       p.items.push({ messageId, receiptHandle, resolve, reject });
       if (p.items.length >= MAX_ACK_ENTRIES) this.flushKey(key);
-      else if (!this.busy.has(key)) this.scheduled ??= this.timers.immediate(() => this.flushIdle());
+      else if (!this.busy.has(key) && !this.scheduled) {
+        const cancel = this.timers.immediate(() => this.flushIdle());
+        this.scheduled = cancel;
+        // Or earlier: when the connection writes what else this turn queued (a push consumer's next
+        // receive), the acks go in the same socket write instead of one of their own.
+        conn.beforeFlush?.(() => {
+          if (this.scheduled !== cancel) return;
+          cancel();
+          this.flushIdle();
+        });
+      }
     });
   }
 

@@ -107,6 +107,11 @@ export class Connection {
     }
   }
 
+  /** Run `fn` when this connection next writes (its calls then share the write; H2Channel.beforeFlush). */
+  beforeFlush(fn: () => void): void {
+    this.channel.beforeFlush(fn);
+  }
+
   /** A unary call with the request already encoded; resolves with the answer's bytes. */
   async unaryBytes(name: string, request: Uint8Array, opts: CallOptions): Promise<Buffer> {
     const m = method(name);

@@ -137,6 +137,16 @@ export class H2Channel {
     });
   }
 
+  /**
+   * Run `fn` when the connected session next writes, so that calls it starts go out in the same
+   * socket write (H2Connection.beforeFlush). Not connected: nothing happens (callers keep their own
+   * timer).
+   */
+  beforeFlush(fn: () => void): void {
+    const s = this.session;
+    if (s && s.canRequest && !this.closed) s.beforeFlush(fn);
+  }
+
   /** A server-streaming call read to its end: every answer message's bytes. */
   serverStream(
     path: string,

@@ -90,3 +90,34 @@ test('drain sends what waits behind an AckMessage in flight and waits for both',
   await drained;
   timers.clear();
 });
+
+test("idle acks go out with the connection's next write of the turn, once", async () => {
+  const sent: number[] = [];
+  const timers = new Timers();
+  const batcher = new AckBatcher(timers, (_conn, _group, _topic, entries) => {
+    sent.push(entries.length);
+    return Promise.resolve({
+      status: { code: 20000, message: 'OK' },
+      entries: entries.map(() => ({ status: { code: 20000, message: 'OK' } })),
+    });
+  });
+  const hooks: (() => void)[] = [];
+  const conn = { key: 'broker-1', beforeFlush: (fn: () => void) => hooks.push(fn) } as unknown as Connection;
+  const done = [1, 2, 3].map((i) => batcher.ack(conn, { name: 'G' }, { name: 'T' }, `id-${i}`, `h${i}`));
+  assert.equal(hooks.length, 1, 'one hook for the turn');
+  assert.deepEqual(sent, [], 'nothing sent before the connection writes');
+  hooks[0]!(); // the connection flushes what else this turn queued (a receive)
+  assert.deepEqual(sent, [3], 'the acks joined that write');
+  await Promise.all(done);
+  await nextTurn();
+  assert.deepEqual(sent, [3], 'not sent again at the end of the turn');
+  // A turn in which the connection writes nothing else: the acks go at the end of the turn, and the
+  // hook left behind does nothing when the connection next writes.
+  const later = batcher.ack(conn, { name: 'G' }, { name: 'T' }, 'id-4', 'h4');
+  await nextTurn();
+  assert.deepEqual(sent, [3, 1]);
+  await later;
+  hooks[1]!();
+  assert.deepEqual(sent, [3, 1]);
+  timers.clear();
+});

@@ -23,7 +23,7 @@ import {
   windowUpdateFrame,
 } from '../../src/common/http2/frames.js';
 import { HpackDecoder, HpackEncoder } from '../../src/common/http2/hpack.js';
-import type { H2Connection, H2Stream } from '../../src/common/http2/connection.js';
+import { H2Connection, type H2Stream } from '../../src/common/http2/connection.js';
 import { startH2TestServer, type H2TestServer } from '../support/h2-test-server.js';
 
 const encoder = new HpackEncoder();
@@ -524,4 +524,46 @@ test('a burst of frames is read at most 64 KiB per event-loop turn, so other wor
   c.send(frame(FrameType.PING, 0, 0, Buffer.alloc(8, 1)));
   assert.ok(await c.until((f) => f.type === FrameType.PING && (f.flags & Flag.ACK) !== 0));
   c.close();
+});
+
+test('what a beforeFlush hook queues leaves in the same socket write as the rest of the turn; a hook alone writes nothing', async () => {
+  const listener = net.createServer();
+  listener.listen(0, '127.0.0.1');
+  await once(listener, 'listening');
+  const peer = net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1');
+  const [socket] = (await once(listener, 'connection')) as [net.Socket];
+  const c = new H2Connection(
+    socket,
+    {
+      role: 'server',
+      maxConcurrentStreams: 4,
+      streamWindow: 65_535,
+      connectionWindow: 65_535,
+      maxHeaderListSize: 1024,
+    },
+    { onClose: () => {}, onProtocolError: () => {} },
+  );
+  try {
+    await new Promise((r) => setImmediate(r)); // the server's SETTINGS went out
+    const writes: number[] = [];
+    const write = socket.write.bind(socket) as (b: Buffer) => boolean;
+    socket.write = ((b: Buffer) => {
+      writes.push(b.length);
+      return write(b);
+    }) as typeof socket.write;
+    c.beforeFlush(() => c.push(Buffer.alloc(7)));
+    c.push(Buffer.alloc(5));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(writes, [12], 'one write: the turn and the hook');
+    c.beforeFlush(() => c.push(Buffer.alloc(3)));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(writes, [12], 'nothing else to write: no flush for the hook alone');
+    c.push(Buffer.alloc(1));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(writes, [12, 4], 'it joins the next write there is');
+  } finally {
+    c.destroy();
+    peer.destroy();
+    await new Promise((r) => listener.close(r));
+  }
 });

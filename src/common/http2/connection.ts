@@ -143,6 +143,8 @@ export class H2Connection {
   private out: Buffer[] = [];
   private outBytes = 0;
   private flushScheduled = false;
+  /** Run at the start of the next flush, so what they write goes out in the same write (`beforeFlush`). */
+  private preFlush: (() => void)[] = [];
 
   private pings = new Map<string, (err?: Error) => void>();
   private nextPing = 0;
@@ -293,7 +295,28 @@ export class H2Connection {
     this.push(frame);
   }
 
+  /**
+   * Run `fn` at the start of this connection's next flush (the end of a turn in which something was
+   * queued to write), so that what it writes goes out in the same socket write. Nothing is flushed for
+   * it alone: with nothing else to write, it waits for the next flush there is.
+   */
+  beforeFlush(fn: () => void): void {
+    if (!this.dead) this.preFlush.push(fn);
+  }
+
   private readonly flush = (): void => {
+    if (this.preFlush.length > 0) {
+      // Still marked scheduled: what the hooks queue joins this flush instead of scheduling another.
+      const hooks = this.preFlush;
+      this.preFlush = [];
+      for (const fn of hooks) {
+        try {
+          fn();
+        } catch {
+          // A hook's failure is its caller's business; the flush goes on.
+        }
+      }
+    }
     this.flushScheduled = false;
     const out = this.out;
     const bytes = this.outBytes;

@@ -10,12 +10,15 @@
  * - the SDK's decoding of that frame: protobufjs decode + toObject, and decode alone (`decodeLean`);
  * - the MD5 of a 1 KiB body: a Hash object, and the one-shot `crypto.hash`;
  * - an AckMessage of 32 entries on the broker: the request decoded and the answer encoded with
- *   protobufjs, and by hand (protocol/ack-codec.ts).
+ *   protobufjs, and by hand (protocol/ack-codec.ts);
+ * - on the produce edge, the answer of a SendMessage of 32: protobufjs, and by hand
+ *   (protocol/send-codec.ts).
  */
 import { createHash, createHmac, hash, randomBytes } from 'node:crypto';
 import { ReceiptHandles } from '../src/broker/receipt-handle.js';
 import { decode, decodeLean, decodeRequest, encode, messagingMethods } from '../src/protocol/codec.js';
 import { decodeAckRequest, encodeAckResponse } from '../src/protocol/ack-codec.js';
+import { encodeSendResponse } from '../src/protocol/send-codec.js';
 import { toWireMessage } from '../src/protocol/convert.js';
 import { frameResponses } from '../src/protocol/message-frame.js';
 import { frameMessages } from '../src/protocol/transport/grpc-wire.js';
@@ -115,3 +118,16 @@ cpuPer('AckMessage of 32: answer encoded by protobufjs (per entry)', 32, () =>
   encode(ack.responseType, ackAnswer),
 );
 cpuPer('AckMessage of 32: answer encoded by hand (per entry)', 32, () => encodeAckResponse(ackAnswer));
+
+const sendAnswer = {
+  status: { code: 20000, message: 'OK' },
+  entries: Array.from({ length: 32 }, (_, i) => ({
+    status: { code: 20000, message: 'OK' },
+    message_id: `01AABBCCDDEEFF00112233445566778${i}`,
+    transaction_id: '',
+    offset: 100_000 + i,
+  })),
+};
+const sendType = messagingMethods().get('SendMessage')!.responseType;
+cpuPer('SendMessage of 32: answer encoded by protobufjs (per entry)', 32, () => encode(sendType, sendAnswer));
+cpuPer('SendMessage of 32: answer encoded by hand (per entry)', 32, () => encodeSendResponse(sendAnswer));

@@ -12,7 +12,17 @@
  * test/unit/ack-codec.test.ts checks both against protobufjs.
  */
 import type { Resource, Status } from './wire-types.js';
-import { vsize, writeVarint } from './varint.js';
+import { writeVarint } from './varint.js';
+import {
+  coveredStatus,
+  measureStatus,
+  nested,
+  stringField,
+  utf8Length,
+  writeStatus,
+  writeString,
+  type StatusSize,
+} from './answer-writer.js';
 
 export interface AckRequestWire {
   group?: Resource;
@@ -125,83 +135,43 @@ function mergeResource(earlier: Resource | undefined, later: Resource): Resource
 
 // ---- encoding ----
 
-/** A string's UTF-8 length (equal to its length exactly when it is ASCII). */
-function utf8Length(s: string): number {
-  return s.length < 8 ? shortUtf8Length(s) : Buffer.byteLength(s, 'utf8');
-}
-
-function shortUtf8Length(s: string): number {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s, 'utf8');
-  return s.length;
-}
-
-function statusSize(s: Status, lens: number[]): number {
-  const m = utf8Length(s.message);
-  lens.push(m);
-  return (s.code ? 1 + vsize(s.code) : 0) + (s.message ? 1 + vsize(m) + m : 0);
-}
-
-function writeString(out: Buffer, at: number, tag: number, s: string, n: number): number {
-  out[at++] = tag;
-  at = writeVarint(out, at, n);
-  if (n < 8 && n === s.length) for (let i = 0; i < n; i++) out[at + i] = s.charCodeAt(i);
-  else out.write(s, at, n, n === s.length ? 'latin1' : 'utf8');
-  return at + n;
-}
-
-function writeStatus(out: Buffer, at: number, tag: number, s: Status, size: number, n: number): number {
-  out[at++] = tag;
-  at = writeVarint(out, at, size);
-  if (s.code) {
-    out[at++] = 1 << 3;
-    at = writeVarint(out, at, s.code);
-  }
-  if (s.message) at = writeString(out, at, (2 << 3) | 2, s.message, n);
-  return at;
-}
-
-const okCode = (c: unknown) => typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 && c < 2 ** 31;
-
 /** An AckMessageResponse as protobufjs writes it, or undefined for an answer this does not cover. */
 export function encodeAckResponse(res: AckResponseWire): Buffer | undefined {
   const status = res.status;
   const entries = res.entries ?? [];
-  if (!okCode(status.code) || typeof status.message !== 'string') return undefined;
-  // Per part, in writing order: [status size, message length], then per entry [id, handle, entry
-  // size, status size, message length].
-  const lens: number[] = [];
-  const statusLength = statusSize(status, lens);
-  let total = 1 + vsize(statusLength) + statusLength;
-  for (const e of entries) {
-    const st = e.status;
-    if (!okCode(st.code) || typeof st.message !== 'string') return undefined;
+  if (!coveredStatus(status)) return undefined;
+  const top = measureStatus(status);
+  let total = nested(top.size);
+  const sizes: EntrySize[] = new Array(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    if (!coveredStatus(e.status)) return undefined;
     if (typeof e.message_id !== 'string' || typeof e.receipt_handle !== 'string') return undefined;
     const id = utf8Length(e.message_id);
     const handle = utf8Length(e.receipt_handle);
-    const at = lens.length;
-    lens.push(id, handle, 0, 0);
-    const stSize = statusSize(st, lens);
-    // Empty strings are left out, as protobufjs leaves out every field at its default.
-    const size =
-      (id ? 1 + vsize(id) + id : 0) + (handle ? 1 + vsize(handle) + handle : 0) + 1 + vsize(stSize) + stSize;
-    lens[at + 2] = size;
-    lens[at + 3] = stSize;
-    total += 1 + vsize(size) + size;
+    const st = measureStatus(e.status);
+    const size = stringField(id) + stringField(handle) + nested(st.size);
+    sizes[i] = { id, handle, size, status: st };
+    total += nested(size);
   }
   const out = Buffer.allocUnsafe(total);
-  let li = 0;
-  let at = writeStatus(out, 0, (1 << 3) | 2, status, statusLength, lens[li++]!);
-  for (const e of entries) {
-    const id = lens[li++]!;
-    const handle = lens[li++]!;
-    const size = lens[li++]!;
-    const stSize = lens[li++]!;
+  let at = writeStatus(out, 0, (1 << 3) | 2, status, top);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    const z = sizes[i]!;
     out[at++] = (2 << 3) | 2;
-    at = writeVarint(out, at, size);
-    if (id) at = writeString(out, at, (1 << 3) | 2, e.message_id, id);
-    if (handle) at = writeString(out, at, (2 << 3) | 2, e.receipt_handle, handle);
-    at = writeStatus(out, at, (3 << 3) | 2, e.status, stSize, lens[li++]!);
+    at = writeVarint(out, at, z.size);
+    at = writeString(out, at, (1 << 3) | 2, e.message_id, z.id);
+    at = writeString(out, at, (2 << 3) | 2, e.receipt_handle, z.handle);
+    at = writeStatus(out, at, (3 << 3) | 2, e.status, z.status);
   }
   if (at !== total) throw new Error(`AckMessageResponse: wrote ${at} of ${total} bytes`);
   return out;
+}
+
+interface EntrySize {
+  id: number;
+  handle: number;
+  size: number;
+  status: StatusSize;
 }

@@ -33,6 +33,7 @@ import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status } from './wire-types.js';
 import { frameResponses } from './message-frame.js';
 import { decodeAckRequest, encodeAckResponse } from './ack-codec.js';
+import { encodeSendResponse } from './send-codec.js';
 import { rpcTimer } from './rpc-stats.js';
 import { Code } from '../common/codes.js';
 import { GrpcAccess, credentialsOf } from './auth.js';
@@ -345,7 +346,10 @@ export class GrpcEndpoint {
     );
     register(
       'SendMessage',
-      unary('SendMessage', (ctx, req) => sendMessage(broker, ctx, req, log), { entriesField: 1 }),
+      unary('SendMessage', (ctx, req) => sendMessage(broker, ctx, req, log), {
+        entriesField: 1,
+        encode: encodeSendResponse,
+      }),
     );
     register(
       'AckMessage',

@@ -8,7 +8,7 @@ import type { StoredMessage } from '../store/index.js';
 export type BrokerMessage = Readonly<StoredMessage>;
 
 /**
- * Where a message's stored fields lie in its record (`BrokerMessage.record`), for an edge that copies
+ * Where a message's stored fields lie in the record a read decoded it from, for an edge that copies
  * them out as they are.
  */
 export { MessageRecordSpans } from '../store/index.js';

@@ -93,13 +93,6 @@ function bytesEqual(buf: Buffer, at: number, length: number, what: Buffer, prefi
   return true;
 }
 
-/** The record's message id is `id` (a message changed after its read would differ). */
-function sameId(buf: Buffer, at: number, length: number, id: string): boolean {
-  if (length !== id.length) return false;
-  for (let i = 0; i < length; i++) if (buf[at + i] !== id.charCodeAt(i)) return false;
-  return true;
-}
-
 const HEX = '0123456789ABCDEF';
 
 /** A CRC as the digest's checksum: uppercase hex, 8 digits (as `crc32Checksum` gives it). */
@@ -111,11 +104,9 @@ function crcHex(v: number): string {
 
 /** Measure a delivery, or undefined when it has to go the object way. */
 export function planStored(m: BrokerMessage, info: DeliveryInfo): StoredPlan | undefined {
-  const record = m.record;
-  if (record === undefined || !spans.read(record, m.recordAt ?? 0)) return undefined;
+  if (!spans.readMessage(m)) return undefined;
   const s = spans;
   const buf = s.buf;
-  if (!sameId(buf, s.idAt, s.idLength, m.messageId)) return undefined;
   const attempt = info.deliveryAttempt !== undefined && info.deliveryAttempt > 1 ? info.deliveryAttempt : 1;
   if (
     !okMs(m.bornTimestamp) ||
@@ -233,7 +224,7 @@ function writeTime(out: Buffer, at: number, tag: number, ms: number): number {
  */
 export function writeStored(out: Buffer, at: number, plan: StoredPlan): number {
   const { m, info } = plan;
-  spans.read(m.record!, m.recordAt ?? 0);
+  spans.readMessage(m);
   const s = spans;
   const buf = s.buf;
   out[at++] = (2 << 3) | 2;

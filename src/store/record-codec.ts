@@ -90,14 +90,49 @@ export interface StoredMessage {
    * (derived from it: `bodyCrcOf`); -1 or absent when not known.
    */
   bodyCrc?: number;
-  /**
-   * The buffer holding this message's record (at `recordAt`), owned by the read that decoded it, so
-   * an edge can copy the record's fields as they are instead of encoding the decoded strings again
-   * (`MessageRecordSpans`). Absent on a message built or changed after the read: a copy that
-   * changes a field must leave it out.
-   */
-  record?: Buffer;
-  recordAt?: number;
+}
+
+/**
+ * A message as a store read decoded it, holding the record it came from (in a buffer the read owns),
+ * so that an edge can copy the record's fields as they are instead of encoding the decoded strings
+ * again (`MessageRecordSpans.readMessage`). The record is a private field: a copy made by spreading
+ * the message — a message changed after its read — does not carry it, so no copy can pair changed
+ * fields with the record's.
+ */
+class ReadMessage implements StoredMessage {
+  readonly #record: Buffer;
+  readonly #recordAt: number;
+  bodyCrc = -1;
+
+  constructor(
+    record: Buffer,
+    recordAt: number,
+    public topic: string,
+    public queueId: number,
+    public queueOffset: number,
+    public messageId: string,
+    public body: Buffer,
+    public tag: string,
+    public keys: string[],
+    public messageGroup: string,
+    public properties: Record<string, string>,
+    public bornTimestamp: number,
+    public bornHost: string,
+    public storeTimestamp: number,
+    public deliveryTimestamp: number,
+    public reconsumeTimes: number,
+    public sysFlag: number,
+    public logPosition: number,
+    public size: number,
+  ) {
+    this.#record = record;
+    this.#recordAt = recordAt;
+  }
+
+  /** Read the spans of `m`'s record, if it is a message as read (not a copy). */
+  static spansOf(m: StoredMessage, spans: MessageRecordSpans): boolean {
+    return #record in m && spans.read(m.#record, m.#recordAt);
+  }
 }
 
 /** An upper bound on the encoded frame size of a message, cheap to compute. */
@@ -318,28 +353,27 @@ export function decodeMessageFrame(buf: Buffer, off: number, logPosition: number
   }
   const bodyLength = buf.readUInt32LE(r.p);
   const body = buf.subarray(r.p + 4, r.p + 4 + bodyLength);
-  return {
+  return new ReadMessage(
+    buf,
+    off,
     topic,
-    queueId: buf.readUInt32LE(p + 4),
-    queueOffset: buf.readDoubleLE(p + 8),
+    buf.readUInt32LE(p + 4),
+    buf.readDoubleLE(p + 8),
     messageId,
     body,
     tag,
     keys,
     messageGroup,
     properties,
-    bornTimestamp: buf.readDoubleLE(p + 16),
+    buf.readDoubleLE(p + 16),
     bornHost,
-    storeTimestamp: buf.readDoubleLE(p + 24),
-    deliveryTimestamp: buf.readDoubleLE(p + 32),
-    reconsumeTimes: buf.readUInt32LE(p + 40),
-    sysFlag: buf.readUInt32LE(p + 44),
+    buf.readDoubleLE(p + 24),
+    buf.readDoubleLE(p + 32),
+    buf.readUInt32LE(p + 40),
+    buf.readUInt32LE(p + 44),
     logPosition,
     size,
-    bodyCrc: -1,
-    record: buf,
-    recordAt: off,
-  };
+  );
 }
 
 const NO_BYTES = Buffer.alloc(0);
@@ -391,6 +425,14 @@ export class MessageRecordSpans {
   properties = new Int32Array(32);
   bodyAt = 0;
   bodyLength = 0;
+
+  /**
+   * Read the record a message was decoded from: false for a message that holds none (built, or
+   * copied and changed, after its read).
+   */
+  readMessage(m: StoredMessage): boolean {
+    return ReadMessage.spansOf(m, this);
+  }
 
   /**
    * Read the record at `buf[off]` (a message frame whose checksum was verified, or that this process

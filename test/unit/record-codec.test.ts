@@ -56,11 +56,13 @@ test('a message record round-trips every field, including non-ASCII text', () =>
       logPosition: 1234,
       size: frame.length,
       bodyCrc: -1,
-      record: frame,
-      recordAt: 0,
     },
   );
-  assert.equal(m.record, frame, 'the record it was read from, not a copy');
+  const spans = new MessageRecordSpans();
+  assert.ok(spans.readMessage(m), 'it holds the record it was read from');
+  assert.equal(spans.buf, frame, 'that record, not a copy');
+  assert.equal(spans.readMessage({ ...m }), false, 'a copy made by spreading it holds none');
+  assert.equal(JSON.stringify(m).includes('"record'), false, 'nor does its JSON');
   const f = decodeMessageIndexFields(frame, 0);
   assert.deepEqual(f, {
     flags: 0,

@@ -98,10 +98,11 @@ for (const [name, m, info] of cases) {
 test('a message changed after its read, or without a record, goes the object way', () => {
   const m = read({ properties: { k: 'v' } });
   const changed = [
-    { ...m, record: undefined, topic: 'Other' },
-    { ...m, messageId: '01FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF' }, // a copy that kept the record by mistake
-    { ...m, queueOffset: -1 },
-    { ...m, bornTimestamp: 1.5 },
+    { ...m, topic: 'Other' },
+    { ...m, messageId: '01FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF' }, // a FIFO redelivery's new id
+    { ...m }, // any copy: it does not carry the record
+    Object.assign(read({}), { queueOffset: -1 }), // as read, with a number the writer does not cover
+    Object.assign(read({}), { bornTimestamp: 1.5 }),
   ];
   for (const c of changed) {
     assert.equal(planStored(c, handleInfo), undefined);
@@ -117,7 +118,7 @@ test('an answer mixing record-written, object-written and other frames is framed
   const frames: unknown[] = [
     { status: { code: 20000, message: 'OK' } },
     { delivered: { message: a, info: handleInfo } },
-    { delivered: { message: { ...b, record: undefined }, info: handleInfo } },
+    { delivered: { message: { ...b }, info: handleInfo } },
     { message: toWireMessage(b, handleInfo) },
     { delivery_timestamp: { seconds: 1_764_000_000, nanos: 999_000_000 } },
   ];

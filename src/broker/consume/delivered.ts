@@ -23,18 +23,17 @@ function retryMessageId(origin: string, attempt: number): string {
 
 /**
  * The message as this delivery presents it: a retry shows its original topic; a FIFO message
- * delivered again shows a new message id, with the first one in `ORIGIN_MESSAGE_ID`. A changed
- * message no longer carries its record (an edge would copy the stored fields from it).
+ * delivered again shows a new message id, with the first one in `ORIGIN_MESSAGE_ID`. (A copy made
+ * by spreading does not carry the record the read decoded: record-codec.ts ReadMessage.)
  */
 export function presentDelivered(s: GroupTopicState, m: StoredMessage, d: Delivery): StoredMessage {
-  if (d.source === Source.RETRY) return { ...m, topic: s.topic, record: undefined };
+  if (d.source === Source.RETRY) return { ...m, topic: s.topic };
   if (d.attempt > 1) {
     const origin = originIdOf(m);
     return {
       ...m,
       messageId: retryMessageId(origin, d.attempt),
       properties: { ...m.properties, [ORIGIN_MESSAGE_ID]: origin },
-      record: undefined,
     };
   }
   return m;

@@ -75,7 +75,7 @@ export function commitRecord(m: StoredMessage, queueId: number): MessageInput {
 
 /** The half message as its producer sent it: what an orphaned-transaction check shows. */
 export function producerView(m: StoredMessage): BrokerMessage {
-  return { ...m, topic: realTopicOf(m), properties: userProperties(m), record: undefined };
+  return { ...m, topic: realTopicOf(m), properties: userProperties(m) };
 }
 
 const HEX16 = /^[0-9A-F]{16}$/;

@@ -92,7 +92,6 @@ function checkRequest(
   const message = {
     ...m,
     properties: { ...m.properties, [Prop.TRAN_MSG]: 'true', [Prop.PRODUCER_GROUP]: group },
-    record: undefined,
   };
   return {
     extFields: {

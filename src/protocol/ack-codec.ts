@@ -12,13 +12,13 @@
  * test/unit/ack-codec.test.ts checks both against protobufjs.
  */
 import type { Resource, Status } from './wire-types.js';
-import { writeVarint } from './varint.js';
 import {
   coveredStatus,
   measureStatus,
   nested,
   stringField,
   utf8Length,
+  writeEntriesAnswer,
   writeStatus,
   writeString,
   type StatusSize,
@@ -137,41 +137,29 @@ function mergeResource(earlier: Resource | undefined, later: Resource): Resource
 
 /** An AckMessageResponse as protobufjs writes it, or undefined for an answer this does not cover. */
 export function encodeAckResponse(res: AckResponseWire): Buffer | undefined {
-  const status = res.status;
-  const entries = res.entries ?? [];
-  if (!coveredStatus(status)) return undefined;
-  const top = measureStatus(status);
-  let total = nested(top.size);
-  const sizes: EntrySize[] = new Array(entries.length);
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    if (!coveredStatus(e.status)) return undefined;
-    if (typeof e.message_id !== 'string' || typeof e.receipt_handle !== 'string') return undefined;
-    const id = utf8Length(e.message_id);
-    const handle = utf8Length(e.receipt_handle);
-    const st = measureStatus(e.status);
-    const size = stringField(id) + stringField(handle) + nested(st.size);
-    sizes[i] = { id, handle, size, status: st };
-    total += nested(size);
-  }
-  const out = Buffer.allocUnsafe(total);
-  let at = writeStatus(out, 0, (1 << 3) | 2, status, top);
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    const z = sizes[i]!;
-    out[at++] = (2 << 3) | 2;
-    at = writeVarint(out, at, z.size);
-    at = writeString(out, at, (1 << 3) | 2, e.message_id, z.id);
-    at = writeString(out, at, (2 << 3) | 2, e.receipt_handle, z.handle);
-    at = writeStatus(out, at, (3 << 3) | 2, e.status, z.status);
-  }
-  if (at !== total) throw new Error(`AckMessageResponse: wrote ${at} of ${total} bytes`);
-  return out;
+  return writeEntriesAnswer('AckMessageResponse', res.status, res.entries ?? [], measureEntry, writeEntry);
 }
+
+type AckResultWire = NonNullable<AckResponseWire['entries']>[number];
 
 interface EntrySize {
   id: number;
   handle: number;
   size: number;
   status: StatusSize;
+}
+
+function measureEntry(e: AckResultWire): EntrySize | undefined {
+  if (!coveredStatus(e.status)) return undefined;
+  if (typeof e.message_id !== 'string' || typeof e.receipt_handle !== 'string') return undefined;
+  const id = utf8Length(e.message_id);
+  const handle = utf8Length(e.receipt_handle);
+  const status = measureStatus(e.status);
+  return { id, handle, status, size: stringField(id) + stringField(handle) + nested(status.size) };
+}
+
+function writeEntry(out: Buffer, at: number, e: AckResultWire, z: EntrySize): number {
+  at = writeString(out, at, (1 << 3) | 2, e.message_id, z.id);
+  at = writeString(out, at, (2 << 3) | 2, e.receipt_handle, z.handle);
+  return writeStatus(out, at, (3 << 3) | 2, e.status, z.status);
 }

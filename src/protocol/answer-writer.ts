@@ -59,3 +59,37 @@ export function writeStatus(out: Buffer, at: number, tag: number, s: Status, m: 
 
 /** Bytes of a length-delimited field holding `size` bytes (one-byte tag). */
 export const nested = (size: number): number => 1 + vsize(size) + size;
+
+/**
+ * An answer of the shape `{ status = 1; repeated Entry entries = 2 }` (AckMessage's, SendMessage's):
+ * `measure` sizes an entry (undefined: not covered, and the whole answer goes to protobufjs), `write`
+ * writes its fields where they go. Undefined when anything is not covered.
+ */
+export function writeEntriesAnswer<E, Z extends { size: number }>(
+  what: string,
+  status: Status,
+  entries: readonly E[],
+  measure: (e: E) => Z | undefined,
+  write: (out: Buffer, at: number, e: E, z: Z) => number,
+): Buffer | undefined {
+  if (!coveredStatus(status)) return undefined;
+  const top = measureStatus(status);
+  let total = nested(top.size);
+  const sizes: Z[] = new Array(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    const z = measure(entries[i]!);
+    if (z === undefined) return undefined;
+    sizes[i] = z;
+    total += nested(z.size);
+  }
+  const out = Buffer.allocUnsafe(total);
+  let at = writeStatus(out, 0, (1 << 3) | 2, status, top);
+  for (let i = 0; i < entries.length; i++) {
+    const z = sizes[i]!;
+    out[at++] = (2 << 3) | 2;
+    at = writeVarint(out, at, z.size);
+    at = write(out, at, entries[i]!, z);
+  }
+  if (at !== total) throw new Error(`${what}: wrote ${at} of ${total} bytes`);
+  return out;
+}

@@ -13,6 +13,7 @@ import {
   nested,
   stringField,
   utf8Length,
+  writeEntriesAnswer,
   writeStatus,
   writeString,
   type StatusSize,
@@ -42,52 +43,40 @@ interface EntrySize {
 const coveredOffset = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 export function encodeSendResponse(res: SendResponseWire): Buffer | undefined {
-  const status = res.status;
-  const entries = res.entries ?? [];
-  if (!coveredStatus(status)) return undefined;
-  const top = measureStatus(status);
-  let total = nested(top.size);
-  const sizes: EntrySize[] = new Array(entries.length);
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    if (
-      !coveredStatus(e.status) ||
-      typeof e.message_id !== 'string' ||
-      typeof e.transaction_id !== 'string' ||
-      !coveredOffset(e.offset) ||
-      (e.recall_handle !== undefined && typeof e.recall_handle !== 'string')
-    ) {
-      return undefined;
-    }
-    const st = measureStatus(e.status);
-    const id = utf8Length(e.message_id);
-    const transaction = utf8Length(e.transaction_id);
-    const recall = e.recall_handle ? utf8Length(e.recall_handle) : 0;
-    const size =
-      nested(st.size) +
-      stringField(id) +
-      stringField(transaction) +
-      (e.offset ? 1 + vsize(e.offset) : 0) +
-      stringField(recall);
-    sizes[i] = { status: st, id, transaction, recall, size };
-    total += nested(size);
+  return writeEntriesAnswer('SendMessageResponse', res.status, res.entries ?? [], measureEntry, writeEntry);
+}
+
+function measureEntry(e: SendResultEntryWire): EntrySize | undefined {
+  if (
+    !coveredStatus(e.status) ||
+    typeof e.message_id !== 'string' ||
+    typeof e.transaction_id !== 'string' ||
+    !coveredOffset(e.offset) ||
+    (e.recall_handle !== undefined && typeof e.recall_handle !== 'string')
+  ) {
+    return undefined;
   }
-  const out = Buffer.allocUnsafe(total);
-  let at = writeStatus(out, 0, (1 << 3) | 2, status, top);
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    const z = sizes[i]!;
-    out[at++] = (2 << 3) | 2;
-    at = writeVarint(out, at, z.size);
-    at = writeStatus(out, at, (1 << 3) | 2, e.status, z.status);
-    at = writeString(out, at, (2 << 3) | 2, e.message_id, z.id);
-    at = writeString(out, at, (3 << 3) | 2, e.transaction_id, z.transaction);
-    if (e.offset) {
-      out[at++] = 4 << 3;
-      at = writeVarint(out, at, e.offset);
-    }
-    if (z.recall) at = writeString(out, at, (5 << 3) | 2, e.recall_handle!, z.recall);
+  const status = measureStatus(e.status);
+  const id = utf8Length(e.message_id);
+  const transaction = utf8Length(e.transaction_id);
+  const recall = e.recall_handle ? utf8Length(e.recall_handle) : 0;
+  const size =
+    nested(status.size) +
+    stringField(id) +
+    stringField(transaction) +
+    (e.offset ? 1 + vsize(e.offset) : 0) +
+    stringField(recall);
+  return { status, id, transaction, recall, size };
+}
+
+function writeEntry(out: Buffer, at: number, e: SendResultEntryWire, z: EntrySize): number {
+  at = writeStatus(out, at, (1 << 3) | 2, e.status, z.status);
+  at = writeString(out, at, (2 << 3) | 2, e.message_id, z.id);
+  at = writeString(out, at, (3 << 3) | 2, e.transaction_id, z.transaction);
+  if (e.offset) {
+    out[at++] = 4 << 3;
+    at = writeVarint(out, at, e.offset);
   }
-  if (at !== total) throw new Error(`SendMessageResponse: wrote ${at} of ${total} bytes`);
-  return out;
+  if (z.recall) at = writeString(out, at, (5 << 3) | 2, e.recall_handle!, z.recall);
+  return at;
 }

@@ -97,7 +97,8 @@ export interface StoredMessage {
  * so that an edge can copy the record's fields as they are instead of encoding the decoded strings
  * again (`MessageRecordSpans.readMessage`). The record is a private field: a copy made by spreading
  * the message — a message changed after its read — does not carry it, so no copy can pair changed
- * fields with the record's.
+ * fields with the record's. Hence the rule: a message as read is never changed in place (only
+ * `queueOffset`, set by the read to the index's equal value); a changed message is a copy.
  */
 class ReadMessage implements StoredMessage {
   readonly #record: Buffer;

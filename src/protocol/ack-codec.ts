@@ -75,31 +75,26 @@ function string(end: number): string {
   return buf.toString('utf8', start, pos);
 }
 
-function resource(end: number): Resource {
+/**
+ * A nested message of string fields 1 and 2 only, named `first` and `second` (a Resource: namespace
+ * and name; an AckMessageEntry: message id and receipt handle). Anything else (an entry's lite topic,
+ * an unknown field) is left to protobufjs.
+ */
+function twoStrings<T>(end: number, first: keyof T & string, second: keyof T & string): T {
   const n = lengthOf(end);
   const stop = pos + n;
-  const r: Resource = {};
+  const o: Record<string, string> = {};
   while (pos < stop) {
     const tag = small(stop);
-    if (tag === ((1 << 3) | 2)) r.resource_namespace = string(stop);
-    else if (tag === ((2 << 3) | 2)) r.name = string(stop);
+    if (tag === ((1 << 3) | 2)) o[first] = string(stop);
+    else if (tag === ((2 << 3) | 2)) o[second] = string(stop);
     else throw UNSUPPORTED;
   }
-  return r;
+  return o as T;
 }
 
-function entry(end: number): AckEntryWire {
-  const n = lengthOf(end);
-  const stop = pos + n;
-  const e: AckEntryWire = {};
-  while (pos < stop) {
-    const tag = small(stop);
-    if (tag === ((1 << 3) | 2)) e.message_id = string(stop);
-    else if (tag === ((2 << 3) | 2)) e.receipt_handle = string(stop);
-    else throw UNSUPPORTED; // lite_topic, unknown fields
-  }
-  return e;
-}
+const resource = (end: number) => twoStrings<Resource>(end, 'resource_namespace', 'name');
+const entry = (end: number) => twoStrings<AckEntryWire>(end, 'message_id', 'receipt_handle');
 
 /** An AckMessageRequest as `decodeRequest` gives it, or undefined: decode it with protobufjs. */
 export function decodeAckRequest(bytes: Buffer): AckRequestWire | undefined {

@@ -254,13 +254,17 @@ export class MessageStore {
         end = e.logPosition + e.size;
         j++;
       }
-      // Bytes still in memory are the ones this process encoded (and checksummed): no disk read and
-      // no checksum to verify (and the checksum is right: the body's CRC can be derived from it).
+      // Records still in memory are the ones this process encoded (and checksummed): no disk read
+      // and no checksum to verify (and the checksum is right: the body's CRC can be derived from it).
       // Anything else comes from the files and is verified.
-      let buf = this.log.readRecent(start, end - start);
-      const verify = buf === null && this.o.verifyChecksumOnRead;
-      const checksummed = buf !== null || verify;
-      if (buf === null && this.log.cachesChunks) {
+      const fromMemory = this.copyRecent(messages, corruptOffsets, wanted, i, j, topic, queueId);
+      if (fromMemory > i) {
+        i = fromMemory;
+        continue;
+      }
+      const verify = this.o.verifyChecksumOnRead;
+      const checksummed = verify;
+      if (this.log.cachesChunks) {
         // Through the chunk cache: the span read once for all queues, this queue's records copied
         // out of it into one buffer.
         try {
@@ -297,13 +301,12 @@ export class MessageStore {
         i = j;
         continue;
       }
-      if (buf === null) {
-        try {
-          buf = await this.log.read(start, end - start);
-        } catch (err) {
-          if (start < this.log.startPosition) break; // deleted by retention meanwhile
-          throw err;
-        }
+      let buf: Buffer;
+      try {
+        buf = await this.log.read(start, end - start);
+      } catch (err) {
+        if (start < this.log.startPosition) break; // deleted by retention meanwhile
+        throw err;
       }
       for (let k = i; k < j; k++) {
         const e = wanted[k]!;
@@ -313,6 +316,43 @@ export class MessageStore {
       i = j;
     }
     return at('FOUND', nextOffset, messages);
+  }
+
+  /**
+   * The records of `wanted[i…j)` that the log still holds in memory, from the first on, copied into
+   * one buffer of their own and decoded into `messages`; returns the index of the first record not
+   * served (`i` when the first is not in memory: nothing allocated). Only the wanted records are
+   * copied: a span of one queue's records also holds every other queue's records in between.
+   */
+  private copyRecent(
+    messages: StoredMessage[],
+    corruptOffsets: number[],
+    wanted: readonly IndexEntry[],
+    i: number,
+    j: number,
+    topic: string,
+    queueId: number,
+  ): number {
+    if (!this.log.holdsRecent(wanted[i]!.logPosition)) return i;
+    let size = 0;
+    for (let k = i; k < j; k++) size += wanted[k]!.size;
+    const own = Buffer.allocUnsafe(size);
+    let at = 0;
+    let k = i;
+    while (k < j) {
+      // Records next to each other in the log (one queue written alone) are copied in one go.
+      const from = wanted[k]!.logPosition;
+      let end = from + wanted[k]!.size;
+      let m = k + 1;
+      while (m < j && wanted[m]!.logPosition === end) end += wanted[m++]!.size;
+      if (!this.log.copyRecent(from, end - from, own, at)) break;
+      for (; k < m; k++) {
+        const e = wanted[k]!;
+        this.decodeInto(messages, corruptOffsets, own, at, e, false, true, topic, queueId);
+        at += e.size;
+      }
+    }
+    return k;
   }
 
   /** Decode the record of index entry `e` at `buf[off]` into `messages`, or note it as corrupt. */

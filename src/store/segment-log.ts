@@ -432,31 +432,41 @@ export class SegmentLog {
   }
 
   /**
-   * The durable bytes [position, position + length) copied from memory, if this process still holds
-   * all of them (the slab being filled, slabs waiting for the flusher, and the read cache); otherwise
-   * null, and the caller reads the files. Bytes served here are the very bytes this process encoded
-   * and handed to the file system: they were never read back from a disk.
+   * Copy the durable bytes [position, position + length) into `into[at…]` from memory, if this
+   * process still holds all of them (the slab being filled, slabs waiting for the flusher, and the
+   * read cache); false (nothing copied) otherwise, and the caller reads the files. Bytes served here
+   * are the very bytes this process encoded and handed to the file system: they were never read back
+   * from a disk.
    */
-  readRecent(position: number, length: number): Buffer | null {
-    const end = Math.min(position + length, this.durablePos);
-    if (end <= position || position < this.startPosition) return null;
+  copyRecent(position: number, length: number, into: Buffer, at: number): boolean {
+    const end = position + length;
+    if (length <= 0 || end > this.durablePos || position < this.startPosition) return false;
     const first = this.slabHolding(position);
-    if (!first) return null; // the common miss: answered before allocating anything
+    if (!first) return false; // the common miss
+    if (end <= first.position + first.used) {
+      first.buf.copy(into, at, position - first.position, end - first.position);
+      return true;
+    }
+    // Across slabs (rare: a reservation never straddles two): every one must still be here.
     const slabs = [first];
-    for (let at = first.position + first.used; at < end;) {
-      const next = this.slabHolding(at);
-      if (!next) return null;
+    for (let p = first.position + first.used; p < end;) {
+      const next = this.slabHolding(p);
+      if (!next) return false;
       slabs.push(next);
-      at = next.position + next.used;
+      p = next.position + next.used;
     }
-    const out = Buffer.allocUnsafe(end - position);
-    let at = position;
+    let p = position;
     for (const slab of slabs) {
-      const n = Math.min(end, slab.position + slab.used) - at;
-      slab.buf.copy(out, at - position, at - slab.position, at - slab.position + n);
-      at += n;
+      const n = Math.min(end, slab.position + slab.used) - p;
+      slab.buf.copy(into, at + (p - position), p - slab.position, p - slab.position + n);
+      p += n;
     }
-    return out;
+    return true;
+  }
+
+  /** Whether `copyRecent` would serve the byte at `position` (the first of a read). */
+  holdsRecent(position: number): boolean {
+    return position >= this.startPosition && this.slabHolding(position) !== null;
   }
 
   /** Bytes held by the read cache (not counting the slabs still being written). */

@@ -29,7 +29,7 @@ const vsDir = vsAt > 0 ? process.argv[vsAt + 1] : undefined;
 
 interface Side {
   name: string;
-  store: InstanceType<Store['MessageStore']>;
+  store: Awaited<ReturnType<Store['MessageStore']['open']>>;
   dir: string;
   nsPerMessage: number[];
 }

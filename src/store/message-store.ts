@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { isVelaError, VelaError } from '../common/errors.js';
 import { SegmentLog } from './segment-log.js';
 import { QueueIndex, type IndexEntry } from './queue-index.js';
+import { QueueTable } from './queue-table.js';
 import { KeyIndex } from './key-index.js';
 import { readCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planRetention } from './retention.js';
@@ -82,7 +83,7 @@ function readResult(
 }
 
 export class MessageStore {
-  private readonly queues = new Map<string, QueueIndex>();
+  private readonly queues = new QueueTable();
   /** Queues holding entries not yet durable. */
   private readonly uncommitted = new Set<QueueIndex>();
   private readonly segmentLastStore = new Map<number, number>();
@@ -164,8 +165,7 @@ export class MessageStore {
       let segmentBase = -1;
       for (let i = 0; i < n; i++) {
         const m = messages[i]!;
-        const key = queueKey(m.topic, m.queueId);
-        let q = this.queues.get(key);
+        let q = this.queues.at(m.topic, m.queueId);
         if (!q) (created ??= []).push((q = this.queueFor(m.topic, m.queueId)));
         if (!touched.includes(q)) {
           touched.push(q);
@@ -207,7 +207,7 @@ export class MessageStore {
   /** Read messages of a queue from `offset`. */
   async read(topic: string, queueId: number, offset: number, opts: ReadOptions = {}): Promise<ReadResult> {
     if (this.closed) throw new VelaError('STORE_CLOSED');
-    const q = this.queues.get(queueKey(topic, queueId));
+    const q = this.queues.at(topic, queueId);
     const corruptOffsets: number[] = [];
     if (!q) return readResult('NO_SUCH_QUEUE', [], 0, 0, 0, corruptOffsets);
     const minOffset = q.minOffset;
@@ -415,11 +415,16 @@ export class MessageStore {
 
   /** The queue's next offset to be written (its committed end): `queueState(…).maxOffset` without the object. */
   maxOffset(topic: string, queueId: number): number {
-    return this.queues.get(queueKey(topic, queueId))?.committed ?? 0;
+    return this.queues.at(topic, queueId)?.committed ?? 0;
+  }
+
+  /** The queue's lowest offset still held: `queueState(…).minOffset` without the object. */
+  minOffset(topic: string, queueId: number): number {
+    return this.queues.at(topic, queueId)?.minOffset ?? 0;
   }
 
   queueState(topic: string, queueId: number): QueueState {
-    const q = this.queues.get(queueKey(topic, queueId));
+    const q = this.queues.at(topic, queueId);
     return {
       topic,
       queueId,

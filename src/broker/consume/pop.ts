@@ -184,7 +184,7 @@ export class Pop {
     const rt = retryTopicOf(s.group, s.topic);
     for (let q = 0; q < RETRY_QUEUES && !b.full; q++) {
       const at = s.retryNext.get(q) ?? 0;
-      if (store.queueState(rt, q).maxOffset <= at || (s.retryDueHint.get(q) ?? 0) > now) continue;
+      if (store.maxOffset(rt, q) <= at || (s.retryDueHint.get(q) ?? 0) > now) continue;
       const r = await store.read(rt, q, at, { maxCount: b.room });
       let next = r.status === 'FOUND' ? at : r.nextOffset;
       for (const m of r.messages) {
@@ -218,7 +218,7 @@ export class Pop {
   }
 
   private firstOffset(s: GroupTopicState, q: number): number {
-    return this.ctx.store.queueState(s.topic, q).minOffset;
+    return this.ctx.store.minOffset(s.topic, q);
   }
 
   /**

@@ -10,11 +10,16 @@
  */
 import type { MessageView } from './message.js';
 
+/**
+ * What the dispatcher runs per message, callback style: each calls its `done` exactly once, never
+ * within the call, and never throws. (Per message a promise and its reactions were most of what a
+ * push consumer allocated.)
+ */
 export interface DispatcherHooks {
-  /** Run the listener; resolves with whether it succeeded (never rejects). */
-  consume(m: MessageView): Promise<boolean>;
-  /** Ack or nack; resolves when settled (never rejects). */
-  settle(m: MessageView, ok: boolean): Promise<void>;
+  /** Run the listener; `done` gets whether it succeeded. */
+  consume(m: MessageView, done: (ok: boolean) => void): void;
+  /** Ack or nack; `done` once settled (acked, nacked, or given up on). */
+  settle(m: MessageView, ok: boolean, done: () => void): void;
 }
 
 interface Unit {
@@ -98,29 +103,22 @@ export class ConsumeDispatcher {
   }
 
   /**
-   * Start what may run. Per message this costs the hooks' own promises and nothing else (no task
-   * promise, no set of tasks): a consumer settles tens of thousands of messages a second.
+   * Start what may run. Per message this costs one callback per hook and nothing else (no promise,
+   * no set of tasks): a consumer settles tens of thousands of messages a second.
    */
   private pump(): void {
     while (!this.stopped && this.running < this.concurrency() && this.ready.length > 0) {
       const unit = this.ready.shift()!;
       this.running++;
       this.started++;
-      // The hooks never reject; a bug that makes one reject still frees the unit's slot.
-      this.hooks.consume(unit.message).then(
-        (ok) => this.consumed(unit, ok),
-        () => this.consumed(unit, false),
-      );
+      this.hooks.consume(unit.message, (ok) => this.consumed(unit, ok));
     }
   }
 
   private consumed(unit: Unit, ok: boolean): void {
     this.running--;
     this.pump();
-    this.hooks.settle(unit.message, ok).then(
-      () => this.settled(unit),
-      () => this.settled(unit),
-    );
+    this.hooks.settle(unit.message, ok, () => this.settled(unit));
   }
 
   private settled(unit: Unit): void {

@@ -15,7 +15,7 @@ import {
   type Settings,
   type Status,
 } from '../protocol/wire-types.js';
-import { AckBatcher } from './ack-batcher.js';
+import { AckBatcher, type AckDone } from './ack-batcher.js';
 import { ClientBase } from './client-base.js';
 import type { Connection } from './connection.js';
 import { VelaClientError, clientError, closedError, fromStatus, isOk } from './errors.js';
@@ -208,6 +208,18 @@ export abstract class ConsumerBase extends ClientBase {
   protected ackMessage(m: MessageView): Promise<void> {
     const { conn, source } = this.deliveryFor(m);
     return this.acks.ack(conn, source.group, source.topic, m.messageId, m.receiptHandle);
+  }
+
+  /** `ackMessage` without a promise: `done` is called once, never in this call. */
+  protected ackMessageThen(m: MessageView, done: AckDone): void {
+    let d: { conn: Connection; source: DeliverySource };
+    try {
+      d = this.deliveryFor(m);
+    } catch (err) {
+      queueMicrotask(() => done(err));
+      return;
+    }
+    this.acks.ackThen(d.conn, d.source.group, d.source.topic, m.messageId, m.receiptHandle, done);
   }
 
   /** ChangeInvisibleDuration; the message's receipt handle becomes the one returned. */

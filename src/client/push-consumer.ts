@@ -146,8 +146,8 @@ export class PushConsumer extends ConsumerBase {
     super(config, 'push-consumer');
     this.options = config;
     this.dispatcher = new ConsumeDispatcher(() => this.options.concurrency, {
-      consume: (m) => this.consume(m),
-      settle: (m, ok) => this.settle(m, ok),
+      consume: (m, done) => this.consume(m, done),
+      settle: (m, ok, done) => this.settle(m, ok, done),
     });
   }
 
@@ -287,25 +287,45 @@ export class PushConsumer extends ConsumerBase {
    * returned), so only a pending promise arms the consume timeout, and the signal is created when
    * the listener first reads it (already aborted if the timeout has passed by then).
    */
-  private async consume(m: MessageView): Promise<boolean> {
+  private consume(m: MessageView, done: (ok: boolean) => void): void {
     if (m.corrupted) {
       this.logger.warn({ messageId: m.messageId, topic: m.topic }, 'corrupted message body; nacking it');
-      return false;
+      queueMicrotask(() => done(false));
+      return;
     }
-    await undefined; // the listener never runs inside the caller's turn (receive loop, dispatcher)
+    // The listener never runs inside the caller's turn (receive loop, dispatcher).
+    queueMicrotask(() => this.runListener(m, done));
+  }
+
+  private runListener(m: MessageView, done: (ok: boolean) => void): void {
     const context = new ListenerContext();
     let r: unknown;
     try {
       r = this.options.listener(m, context);
-      if (isThenable(r)) r = await this.withTimeout(r, m, (err) => context.timeOut(err));
     } catch (err) {
-      this.logger.debug(
-        { err, messageId: m.messageId, topic: m.topic },
-        'listener threw; nacking the message',
-      );
-      return false;
+      this.listenerThrew(m, err);
+      done(false);
+      return;
     }
-    if (r === TIMED_OUT) return false;
+    if (!isThenable(r)) {
+      done(this.verdict(m, r));
+      return;
+    }
+    this.withTimeout(r, m, (err) => context.timeOut(err)).then(
+      (answer) => done(answer !== TIMED_OUT && this.verdict(m, answer)),
+      (err: unknown) => {
+        this.listenerThrew(m, err);
+        done(false);
+      },
+    );
+  }
+
+  private listenerThrew(m: MessageView, err: unknown): void {
+    this.logger.debug({ err, messageId: m.messageId, topic: m.topic }, 'listener threw; nacking the message');
+  }
+
+  /** SUCCESS or not, from what the listener answered. */
+  private verdict(m: MessageView, r: unknown): boolean {
     if (r === ConsumeResult.SUCCESS) return true;
     if (r !== ConsumeResult.FAILURE) {
       this.logger.warn(
@@ -348,24 +368,48 @@ export class PushConsumer extends ConsumerBase {
     }
   }
 
-  /** Ack or nack, retrying retriable failures a few times. Never rejects. */
-  private async settle(m: MessageView, ok: boolean): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (ok) await this.ackMessage(m);
-        else await this.changeInvisible(m, nackDelayMs(this.retryPolicy, m.deliveryAttempt));
-        return;
-      } catch (err) {
-        const retriable = isVelaClientError(err) && err.retriable;
-        if (!retriable || attempt >= this.options.settleMaxAttempts) {
-          this.logger.warn(
-            { err, messageId: m.messageId, topic: m.topic, ack: ok },
-            `could not ${ok ? 'ack' : 'nack'} the message; the broker will redeliver it`,
-          );
+  /**
+   * Ack or nack, retrying retriable failures a few times; `done` once settled or given up on. An ack
+   * that succeeds the first time (nearly all of them) goes through the ack batcher without a promise.
+   */
+  private settle(m: MessageView, ok: boolean, done: () => void): void {
+    if (!ok) {
+      void this.settleWithRetries(m, false, 1).then(done);
+      return;
+    }
+    this.ackMessageThen(m, (err) => {
+      if (err === undefined) done();
+      else void this.settleWithRetries(m, true, 1, err).then(done);
+    });
+  }
+
+  /** Never rejects. `failed`: attempt `attempt` was already made and failed with it. */
+  private async settleWithRetries(
+    m: MessageView,
+    ok: boolean,
+    attempt: number,
+    failed?: unknown,
+  ): Promise<void> {
+    for (let err = failed; ; attempt++) {
+      if (err === undefined) {
+        try {
+          if (ok) await this.ackMessage(m);
+          else await this.changeInvisible(m, nackDelayMs(this.retryPolicy, m.deliveryAttempt));
           return;
+        } catch (e) {
+          err = e;
         }
-        await this.timers.sleep(Math.min(5000, 200 * Math.pow(2, attempt - 1))).catch(() => {});
       }
+      const retriable = isVelaClientError(err) && err.retriable;
+      if (!retriable || attempt >= this.options.settleMaxAttempts) {
+        this.logger.warn(
+          { err, messageId: m.messageId, topic: m.topic, ack: ok },
+          `could not ${ok ? 'ack' : 'nack'} the message; the broker will redeliver it`,
+        );
+        return;
+      }
+      await this.timers.sleep(Math.min(5000, 200 * Math.pow(2, attempt - 1))).catch(() => {});
+      err = undefined;
     }
   }
 }

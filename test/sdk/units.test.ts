@@ -135,16 +135,19 @@ test('dispatcher: FIFO keys run one at a time in order, others in parallel, boun
   let running = 0;
   let peak = 0;
   const d = new ConsumeDispatcher(() => 3, {
-    consume: async (m) => {
+    consume: (m, done) => {
       peak = Math.max(peak, ++running);
       log.push(`start ${m.messageId}`);
-      await sleep(5);
-      running--;
-      return true;
+      void sleep(5).then(() => {
+        running--;
+        done(true);
+      });
     },
-    settle: async (m) => {
-      await sleep(2);
-      log.push(`settled ${m.messageId}`);
+    settle: (m, _ok, done) => {
+      void sleep(2).then(() => {
+        log.push(`settled ${m.messageId}`);
+        done();
+      });
     },
   });
   const msg = (id: string) => ({ messageId: id }) as MessageView;

@@ -82,6 +82,13 @@ function readResult(
   return { status, messages, nextOffset, minOffset, maxOffset, corruptOffsets };
 }
 
+/** One buffer the size of the records `wanted[i…j)`, for a read to copy them into. */
+function bufferFor(wanted: readonly IndexEntry[], i: number, j: number): Buffer {
+  let size = 0;
+  for (let k = i; k < j; k++) size += wanted[k]!.size;
+  return Buffer.allocUnsafe(size);
+}
+
 export class MessageStore {
   private readonly queues = new QueueTable();
   /** Queues holding entries not yet durable. */
@@ -269,9 +276,7 @@ export class MessageStore {
         // out of it into one buffer.
         try {
           await this.log.loadChunks(start, end);
-          let size = 0;
-          for (let k = i; k < j; k++) size += wanted[k]!.size;
-          const own = Buffer.allocUnsafe(size);
+          const own = bufferFor(wanted, i, j);
           let at = 0;
           let k = i;
           while (k < j) {
@@ -334,9 +339,7 @@ export class MessageStore {
     queueId: number,
   ): number {
     if (!this.log.holdsRecent(wanted[i]!.logPosition)) return i;
-    let size = 0;
-    for (let k = i; k < j; k++) size += wanted[k]!.size;
-    const own = Buffer.allocUnsafe(size);
+    const own = bufferFor(wanted, i, j);
     let at = 0;
     let k = i;
     while (k < j) {

@@ -9,11 +9,16 @@ import type { VelaClientError } from '../../src/index.js';
 import { decodeMessageId, newMessageId, Producer, PushConsumer, ConsumeResult } from '../../src/index.js';
 import { backoffDelay, connectTimeout, nackDelayMs, receiveRetryDelay } from '../../src/client/backoff.js';
 import { parseEndpoints, grpcTarget } from '../../src/client/endpoints.js';
-import { fromStatus, fromTransport } from '../../src/client/errors.js';
+import {
+  fromStatus,
+  fromTransport,
+  VelaClientError as VelaClientErrorClass,
+} from '../../src/client/errors.js';
 import { ConsumeDispatcher } from '../../src/client/consume-dispatcher.js';
 import { fromMillis } from '../../src/protocol/codec.js';
 import type { MessageView } from '../../src/client/message.js';
 import { sleep } from '../helpers.js';
+import { Code } from '../../src/common/codes.js';
 
 test('message ids: v1 layout, 34 uppercase hex, pid, seconds since 2021, increasing sequence', () => {
   const now = Date.UTC(2025, 5, 1, 12, 0, 0);
@@ -164,4 +169,44 @@ test('dispatcher: FIFO keys run one at a time in order, others in parallel, boun
     assert.ok(log.indexOf(`settled ${x}`) < log.indexOf(`start ${y}`), `${y} waits for ${x} to settle`);
   }
   assert.deepEqual(await d.stop(), []);
+});
+
+test('push consumer settling: a retriable ack failure is retried up to settleMaxAttempts, then given up', async () => {
+  const consumer = new PushConsumer({
+    endpoints: '127.0.0.1:1',
+    group: 'g',
+    subscriptions: { t: '*' },
+    listener: () => ConsumeResult.SUCCESS,
+    settleMaxAttempts: 3,
+  });
+  // The settling path alone, its broker calls stubbed: the first ack goes through the batcher's
+  // callback, retries through ackMessage; back-off sleeps are skipped.
+  const inner = consumer as unknown as {
+    settle(m: MessageView, ok: boolean, done: () => void): void;
+    ackMessageThen(m: MessageView, done: (err?: unknown) => void): void;
+    ackMessage(m: MessageView): Promise<void>;
+    timers: { sleep(ms: number): Promise<void> };
+  };
+  const sleeps: number[] = [];
+  inner.timers = { sleep: async (ms) => void sleeps.push(ms) };
+  const busy = () => new VelaClientErrorClass(Code.INTERNAL_SERVER_ERROR, 'try again');
+  const m = { messageId: 'm1', topic: 't' } as MessageView;
+  const settle = (first: unknown, then: unknown[]) => {
+    let acks = 0;
+    inner.ackMessageThen = (_m, done) => queueMicrotask(() => done(first));
+    inner.ackMessage = async () => {
+      const outcome = then[acks++];
+      if (outcome !== undefined) throw outcome;
+    };
+    return new Promise<number>((resolve) => inner.settle(m, true, () => resolve(acks)));
+  };
+
+  assert.equal(await settle(undefined, []), 0, 'acked at once: no retry');
+  assert.equal(await settle(busy(), [undefined]), 1, 'a retriable failure: acked on the second attempt');
+  assert.deepEqual(sleeps, [200]);
+  assert.equal(await settle(busy(), [busy(), busy(), undefined]), 2, 'given up after 3 attempts in all');
+  const fatal = new VelaClientErrorClass(Code.BAD_REQUEST, 'bad request');
+  assert.equal(fatal.retriable, false);
+  assert.equal(await settle(fatal, [undefined]), 0, 'a non-retriable failure is not retried');
+  await consumer.close();
 });

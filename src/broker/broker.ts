@@ -255,6 +255,7 @@ export class Broker {
           logger: logger.child({ module: 'state' }),
           clock,
           compactBytes: config.store.stateCompactBytes,
+          inlineWriteBytes: config.store.inlineWriteBytes,
         },
         [topics, groups, consume, offsets, transactions, auth],
       );

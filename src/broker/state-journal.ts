@@ -50,6 +50,8 @@ export interface StateJournalOptions {
   logger: Logger;
   /** Compact once the journal after the last snapshot passes this. @defaultValue 64 MiB */
   compactBytes?: number;
+  /** Flushes up to this size are written on the event loop (`StateLogOptions`). @defaultValue 0 */
+  inlineWriteBytes?: number;
   /** Times compaction retries after a failure. @defaultValue the system clock */
   clock?: Clock;
 }
@@ -94,6 +96,7 @@ export class StateJournal {
         dir: opts.dir,
         flush: opts.flush,
         logger: opts.logger,
+        ...(opts.inlineWriteBytes !== undefined ? { inlineWriteBytes: opts.inlineWriteBytes } : {}),
         ...(opts.clock ? { clock: opts.clock } : {}),
       },
       {

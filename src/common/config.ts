@@ -110,6 +110,11 @@ export const STORE_SCHEMA = {
     'count',
   ),
   verifyChecksumOnRead: bool(true, "verify each record's checksum when it is read"),
+  inlineWriteBytes: num(
+    32 * 1024,
+    'a flush of the message log or the state journal up to this size is written on the event loop, without a thread-pool round trip, while the loop has time to spare; larger ones (and all of them while the loop is over 70 % busy, or for a second after one took over 10 ms) go through the thread pool (0: always the thread pool)',
+    'bytes',
+  ),
   stateCompactBytes: num(
     64 * 1024 * 1024,
     'the state journal (topics, groups, offsets, consumption state) is compacted into a snapshot once it has grown past this',

@@ -565,6 +565,7 @@ export class MessageStore {
         maxOpenSegments: o.maxOpenSegments,
         readCacheBytes: o.logReadCacheBytes,
         chunkCacheBytes: o.logChunkCacheBytes,
+        inlineWriteBytes: o.inlineWriteBytes,
         syncReadBytes: this.inMemoryBytes,
         onDurable: (end) => this.onDurable(end),
         onRollback: () => this.onRollback(),

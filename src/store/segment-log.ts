@@ -27,12 +27,14 @@ import {
   readFully,
   readFullySync,
   writeAll,
+  writeAllSync,
   type StoreFs,
 } from './store-fs.js';
 import { isDescriptorError, SegmentFiles, segmentName, type Segment } from './segment-files.js';
 import { copyRange, nonZeroEnd, scanFrames, type ScanResult } from './segment-scan.js';
 import { isTransient, readOnlyError, SyncFailure, synced, transientError } from './io-errors.js';
 import { LogChunkCache } from './log-chunk-cache.js';
+import { loopLoad } from './loop-load.js';
 
 import type { FlushPolicy } from '../common/config.js';
 
@@ -68,6 +70,16 @@ export interface SegmentLogOptions {
    * the thread pool, so a disk read never stalls the event loop. @defaultValue 0
    */
   syncReadBytes?: number;
+  /**
+   * Flushes of at most this many bytes (per segment) are written on the calling thread while the
+   * event loop has time to spare (loop-load.ts): a small durable write takes a fraction of a
+   * millisecond, less than the two thread switches of a thread-pool round trip. Larger ones go
+   * through the thread pool, so the event loop keeps working while a big batch is on its way to disk;
+   * so do all of them while the loop is busy, and for a while after a write on the calling thread was
+   * slow (`INLINE_SLOW_MS`). 0 writes everything through the thread pool.
+   * @defaultValue 0
+   */
+  inlineWriteBytes?: number;
   /**
    * Size each new segment's file to `segmentSize` when it is created (sparse), so that durable
    * appends land inside the file instead of growing it (segment-files.ts). @defaultValue true
@@ -141,6 +153,13 @@ function chunkStart(segment: Segment, position: number, chunkSize: number): numb
   return segment.base + Math.floor((position - segment.base) / chunkSize) * chunkSize;
 }
 const MAX_FREE_SLABS = 8;
+/**
+ * A write on the calling thread that took longer than this stalled the event loop for it: writes go
+ * through the thread pool for `INLINE_PAUSE_MS` after it, so a disk that slows down stalls the loop
+ * once a second at most, not at every flush.
+ */
+export const INLINE_SLOW_MS = 10;
+export const INLINE_PAUSE_MS = 1000;
 export class SegmentLog {
   private readonly files: SegmentFiles;
   private readonly segments: Segment[];
@@ -169,10 +188,14 @@ export class SegmentLog {
   private readonly fs: StoreFs;
   private readonly chunks: LogChunkCache | null;
   private readonly presized: boolean;
+  private readonly inlineBytes: number;
+  /** `performance.now()` before which no write is made on the calling thread (one was slow). */
+  private inlinePausedUntil = 0;
 
   private constructor(private readonly opts: SegmentLogOptions) {
     this.fs = opts.fs ?? nodeStoreFs;
     this.presized = opts.preallocate !== false;
+    this.inlineBytes = opts.inlineWriteBytes ?? 0;
     const chunkBytes = opts.chunkCacheBytes ?? 0;
     const chunkSize = opts.chunkSize ?? READ_CHUNK_SIZE;
     const capacity = chunkSize + overhangOf(chunkSize);
@@ -692,7 +715,8 @@ export class SegmentLog {
             bytes += chunks[i]!.buf.length;
             i++;
           }
-          await this.files.use(seg, (fd) => writeAll(this.fs, fd, bufs, start - seg.base));
+          if (!this.writeInline(seg, bufs, bytes, start - seg.base))
+            await this.files.use(seg, (fd) => writeAll(this.fs, fd, bufs, start - seg.base));
           seg.written = Math.max(seg.written, start - seg.base + bytes);
           touched.push(seg);
         }
@@ -714,6 +738,34 @@ export class SegmentLog {
       this.opts.onDurable?.(end);
       this.releaseWaiters();
     }
+  }
+
+  /**
+   * Write a small flush on the calling thread (`inlineWriteBytes`), if the segment's descriptor is
+   * open and no recent inline write was slow. Returns false when the caller must write it through the
+   * thread pool instead; a failed write throws, as the thread-pool write would reject.
+   */
+  private writeInline(seg: Segment, bufs: Buffer[], bytes: number, at: number): boolean {
+    // A segment this process is creating is opened (and its directory entry made durable) by the
+    // thread-pool path first.
+    if (bytes > this.inlineBytes || seg.fresh) return false;
+    const started = performance.now();
+    if (started < this.inlinePausedUntil || !loopLoad.hasTimeToSpare(started)) return false;
+    const done = this.files.useSync(seg, (fd) => {
+      writeAllSync(this.fs, fd, bufs, at);
+      return true;
+    });
+    if (!done) return false;
+    const took = performance.now() - started;
+    loopLoad.wrote(took);
+    if (took > INLINE_SLOW_MS) {
+      this.inlinePausedUntil = started + took + INLINE_PAUSE_MS;
+      this.opts.logger.warn(
+        { dir: this.opts.dir, bytes, ms: Math.round(took) },
+        `a write on the event loop was slow: writes go through the thread pool for ${INLINE_PAUSE_MS} ms`,
+      );
+    }
+    return true;
   }
 
   /** A closed slab all of whose bytes are durable: into the read cache, or back to the pool. */

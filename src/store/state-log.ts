@@ -47,6 +47,8 @@ export interface StateLogOptions {
   flushIntervalMs?: number;
   /** @defaultValue 67108864 (64 MiB) */
   segmentSize?: number;
+  /** Flushes up to this size are written on the calling thread (`SegmentLogOptions`). @defaultValue 0 */
+  inlineWriteBytes?: number;
   logger?: Logger;
   /** @defaultValue Node's file system */
   fs?: StoreFs;
@@ -101,6 +103,7 @@ export class StateLog {
         segmentSize: options.segmentSize ?? 64 * 1024 * 1024,
         flush: options.flush ?? 'sync',
         flushIntervalMs: options.flushIntervalMs ?? 500,
+        inlineWriteBytes: options.inlineWriteBytes ?? 0,
         logger,
         fs: sfs,
       });

@@ -32,6 +32,8 @@ export interface StoreFs {
   write(fd: number, buf: Buffer, pos: number): Promise<number>;
   /** Write `bufs` in order at `pos`; may write fewer bytes (callers loop). */
   writev(fd: number, bufs: Buffer[], pos: number): Promise<number>;
+  /** `writev` on the calling thread (small durable writes: no thread-pool round trip). */
+  writevSync(fd: number, bufs: Buffer[], pos: number): number;
   fdatasync(fd: number): Promise<void>;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, len: number): Promise<void>;
@@ -59,6 +61,7 @@ export const nodeStoreFs: StoreFs = {
   readSync: (fd, buf, off, len, pos) => fs.readSync(fd, buf, off, len, pos),
   write: (fd, buf, pos) => new Promise((res, rej) => fs.write(fd, buf, 0, buf.length, pos, cb(res, rej))),
   writev: (fd, bufs, pos) => new Promise((res, rej) => fs.writev(fd, bufs, pos, cb(res, rej))),
+  writevSync: (fd, bufs, pos) => fs.writevSync(fd, bufs, pos),
   fdatasync: (fd) => new Promise<void>((res, rej) => fs.fdatasync(fd, (err) => (err ? rej(err) : res()))),
   fsync: (fd) => new Promise<void>((res, rej) => fs.fsync(fd, (err) => (err ? rej(err) : res()))),
   ftruncate: (fd, len) =>
@@ -161,6 +164,17 @@ export async function writeAll(sfs: StoreFs, fd: number, bufs: Buffer[], pos: nu
   while (written < total) {
     const rest = written === 0 ? bufs : sliceBufs(bufs, written);
     written += await sfs.writev(fd, rest, pos + written);
+  }
+}
+
+/** `writeAll` on the calling thread (`StoreFs.writevSync`). */
+export function writeAllSync(sfs: StoreFs, fd: number, bufs: Buffer[], pos: number): void {
+  let total = 0;
+  for (const b of bufs) total += b.length;
+  let written = 0;
+  while (written < total) {
+    const rest = written === 0 ? bufs : sliceBufs(bufs, written);
+    written += sfs.writevSync(fd, rest, pos + written);
   }
 }
 

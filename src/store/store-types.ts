@@ -112,6 +112,7 @@ export interface ResolvedStoreOptions {
   verifyChecksumOnRead: boolean;
   logReadCacheBytes: number;
   logChunkCacheBytes: number;
+  inlineWriteBytes: number;
   accessMessageInMemoryMaxRatio: number;
   indexReadCacheEntries: number;
   diskUsage: DiskUsageProbe;

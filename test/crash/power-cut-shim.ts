@@ -11,7 +11,8 @@
  * `VELA_POWER_CUT_OUT`, and `POWER-CUT <files> <bytes>` is printed. The parent then kills the process
  * and puts the image in place of the directory. Everything not fsynced is lost, the strictest a real
  * disk can be (a real one may keep more, never less). Both the callback and the promise APIs (and
- * FileHandle methods) are covered, so any code that uses Node's fs runs under it unchanged.
+ * FileHandle methods), and `writevSync`, are covered, so any code that uses Node's fs runs under it
+ * unchanged.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -251,6 +252,17 @@ function install(): void {
       ]);
     };
   }
+  // The store's small writes on the event loop (`StoreFs.writevSync`). A call cannot hang once the
+  // power is off: it fails instead, which acknowledges nothing either.
+  const origWritevSync = F.writevSync!;
+  F.writevSync = function (this: unknown, ...args: unknown[]) {
+    const o = fds.get(args[0] as number);
+    if (!o) return origWritevSync.apply(this, args);
+    if (frozen) throw Object.assign(new Error('EIO: the power is off'), { code: 'EIO' });
+    const n = origWritevSync.apply(this, args) as number;
+    if (o.id !== null && o.dsync) applyWrite(o.id, args[2] as number, args[1] as Uint8Array[], n);
+    return n;
+  };
   const P = fsp as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
   for (const op of [
     'mkdir',

@@ -151,19 +151,25 @@ export class NodeFaults {
           },
       );
     }
-    // The store's reads of bytes expected in the page cache (`StoreFs.readSync`) count and fail as reads.
-    this.patch(
-      F,
-      'readSync',
-      (orig) =>
-        function (this: unknown, fd: unknown, ...rest: unknown[]) {
-          const path = openFds.get(fd as number);
-          if (path === undefined) return orig.call(this, fd, ...rest);
-          const err = fault('read', path);
-          if (err) throw err;
-          return orig.call(this, fd, ...rest);
-        },
-    );
+    // The store's reads of bytes expected in the page cache (`StoreFs.readSync`) count and fail as
+    // reads, its small writes on the event loop (`StoreFs.writevSync`) as writes.
+    for (const [name, op] of [
+      ['readSync', 'read'],
+      ['writevSync', 'writev'],
+    ] as const) {
+      this.patch(
+        F,
+        name,
+        (orig) =>
+          function (this: unknown, fd: unknown, ...rest: unknown[]) {
+            const path = openFds.get(fd as number);
+            if (path === undefined) return orig.call(this, fd, ...rest);
+            const err = fault(op, path);
+            if (err) throw err;
+            return orig.call(this, fd, ...rest);
+          },
+      );
+    }
     for (const op of PATH_OPS) {
       this.patch(
         F,

@@ -742,8 +742,9 @@ export class SegmentLog {
 
   /**
    * Write a small flush on the calling thread (`inlineWriteBytes`), if the segment's descriptor is
-   * open and no recent inline write was slow. Returns false when the caller must write it through the
-   * thread pool instead; a failed write throws, as the thread-pool write would reject.
+   * open, the event loop has time to spare (loop-load.ts) and no recent write on it was slow. Returns
+   * false when the caller must write it through the thread pool instead; a failed write throws, as
+   * the thread-pool write would reject.
    */
   private writeInline(seg: Segment, bufs: Buffer[], bytes: number, at: number): boolean {
     // A segment this process is creating is opened (and its directory entry made durable) by the

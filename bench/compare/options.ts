@@ -28,6 +28,8 @@ export interface CompareOptions {
   icLogDir?: string;
   /** Write a sampled allocation profile of Vela's broker here: what survived young-generation GCs. */
   heapSampleDir?: string;
+  /** V8/Node flags for Vela's broker and for every Node client child (all targets alike). */
+  nodeFlags: string[];
   /** Sample the server's RSS this often (seconds) during each measured part; summed up as a trend. */
   rssEverySeconds: number;
   /** Run each target's workloads this many rounds (one server start); the table shows the medians. */
@@ -100,6 +102,9 @@ Options:
   --heap-sample DIR     write a sampled allocation profile of Vela's broker to DIR: objects that
                         outlived two young-generation collections (what fills the old generation);
                         bench/compare/heap-summary.ts lists where they were allocated
+  --node-flags "FLAGS"  start Vela's broker and every Node client (of every target) with these
+                        Node/V8 flags, e.g. "--initial-heap-size=256": what the processes' own
+                        settings do to a figure (default: none, as users run them)
   --no-install          never run apt-get; fail if a server is missing
   --help                this text`;
 
@@ -193,6 +198,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let cpuProfDir: string | undefined;
   let icLogDir: string | undefined;
   let heapSampleDir: string | undefined;
+  let nodeFlags: string[] = [];
   let waitIdleSeconds = 0;
   let repeat = 1;
   let jsonFile: string | undefined;
@@ -282,6 +288,11 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--heap-sample':
         heapSampleDir = take();
         break;
+      case '--node-flags':
+        nodeFlags = take().split(/\s+/).filter(Boolean);
+        for (const f of nodeFlags)
+          if (!f.startsWith('--')) throw new Error(`--node-flags: "${f}" is not a --flag`);
+        break;
       case '--baseline':
         baselineDir = take();
         break;
@@ -311,6 +322,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     rssEverySeconds,
     repeat,
     from,
+    nodeFlags,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(icLogDir !== undefined ? { icLogDir } : {}),
     ...(heapSampleDir !== undefined ? { heapSampleDir } : {}),

@@ -56,6 +56,7 @@ function brokerDebug(opts: CompareOptions): BrokerDebug {
     ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}),
     ...(opts.icLogDir ? { icLogDir: opts.icLogDir } : {}),
     ...(opts.heapSampleDir ? { heapSampleDir: opts.heapSampleDir } : {}),
+    nodeFlags: opts.nodeFlags,
   };
 }
 
@@ -97,7 +98,10 @@ function runClient(
     const [cmd, args] =
       spec.target === 'vela-remoting'
         ? remotingClientCommand(spec)
-        : [process.execPath, [...prof, ...icLog, '--import', 'tsx', CLIENT, JSON.stringify(spec)]];
+        : [
+            process.execPath,
+            [...opts.nodeFlags, ...prof, ...icLog, '--import', 'tsx', CLIENT, JSON.stringify(spec)],
+          ];
     const child = spawn(cmd, args, {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -85,6 +85,15 @@ describe('bench:compare command line', () => {
     assert.equal(o.sizes.w1b.inflight, 1);
     assert.equal(o.sizes.w3a.rate, 5000);
     assert.equal(o.sizes.w3b.rate, 20_000);
+    assert.deepEqual(o.nodeFlags, [], 'every process as users start it');
+  });
+
+  test('--node-flags: the same Node/V8 flags for the broker and every Node client; only --flags', () => {
+    assert.deepEqual(
+      parseArgs(['--node-flags', ' --initial-heap-size=256  --max-semi-space-size=8 ']).nodeFlags,
+      ['--initial-heap-size=256', '--max-semi-space-size=8'],
+    );
+    assert.throws(() => parseArgs(['--node-flags', 'initial-heap-size=256']), /is not a --flag/);
   });
 
   test('--only, --skip and --workloads filter; "vela" means the Vela rows; order stays canonical', () => {

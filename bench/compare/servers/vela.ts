@@ -28,6 +28,8 @@ export interface BrokerDebug {
    * stops (`vela-broker-child.ts`).
    */
   heapSampleDir?: string;
+  /** Node/V8 flags the broker process starts with (`--node-flags`). */
+  nodeFlags?: string[];
 }
 
 /**
@@ -49,7 +51,7 @@ export async function startVela(
   const proc = new ManagedProcess(
     'vela-broker',
     process.execPath,
-    [...prof, ...icLog, '--import', 'tsx', child, join(dir, 'data')],
+    [...(options.nodeFlags ?? []), ...prof, ...icLog, '--import', 'tsx', child, join(dir, 'data')],
     {
       cwd: root,
       logFile: log,

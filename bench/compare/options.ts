@@ -207,12 +207,15 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let from: 'dist' | 'src' = 'dist';
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
-    if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`);
+    // --node-flags takes flags: its value may start with "--".
+    if (v === undefined || (v.startsWith('--') && flag !== '--node-flags'))
+      throw new Error(`${flag} needs a value`);
     return v;
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? arg.split('=', 2) : [arg, undefined];
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const [flag, inline] = eq > 0 ? [arg.slice(0, eq), arg.slice(eq + 1)] : [arg, undefined];
     const take = (): string => inline ?? value(i++, flag!);
     switch (flag) {
       case '--quick':

@@ -93,6 +93,10 @@ describe('bench:compare command line', () => {
       parseArgs(['--node-flags', ' --initial-heap-size=256  --max-semi-space-size=8 ']).nodeFlags,
       ['--initial-heap-size=256', '--max-semi-space-size=8'],
     );
+    assert.deepEqual(parseArgs(['--node-flags', '--initial-heap-size=256']).nodeFlags, [
+      '--initial-heap-size=256',
+    ]);
+    assert.deepEqual(parseArgs(['--node-flags=--a=1 --b']).nodeFlags, ['--a=1', '--b']);
     assert.throws(() => parseArgs(['--node-flags', 'initial-heap-size=256']), /is not a --flag/);
   });
 

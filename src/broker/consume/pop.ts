@@ -129,8 +129,10 @@ export class Pop {
     // Forgotten while this receive waited its turn (its topic or group was deleted).
     if (!this.ctx.states.isLive(s)) return { delivered: [], durable: Promise.resolve(), more: false };
     const b = new Batch(this.ctx, s, req, this.ctx.now());
-    await this.dueFifoRedeliveries(b);
-    if (!g.consumeMessageOrderly) await this.dueRetries(b);
+    // Each step is an async call only when it has something to read: a receive of a quiet topic (a
+    // long poll's first look, or one woken for a message another receive took) reads nothing.
+    if (s.ready.length > 0) await this.dueFifoRedeliveries(b);
+    if (!g.consumeMessageOrderly && this.retriesMayBeDue(b)) await this.dueRetries(b);
     await this.newMessages(b, topic, g.consumeMessageOrderly);
     // Every hand-out is in `changed`, in the order of `delivered`: one keyed computation for all.
     const handles = this.receiptHandles(s, b.changed);
@@ -177,14 +179,26 @@ export class Pop {
     }
   }
 
+  /** Whether retry queue `q` of `rt` holds retries past the group's position that may be due now. */
+  private retryQueueDue(s: GroupTopicState, rt: string, q: number, now: number): boolean {
+    return this.ctx.store.maxOffset(rt, q) > (s.retryNext.get(q) ?? 0) && (s.retryDueHint.get(q) ?? 0) <= now;
+  }
+
+  /** Whether any retry queue may have retries due (`dueRetries` would read something). */
+  private retriesMayBeDue(b: Batch): boolean {
+    const rt = retryTopicOf(b.s.group, b.s.topic);
+    for (let q = 0; q < RETRY_QUEUES; q++) if (this.retryQueueDue(b.s, rt, q, b.now)) return true;
+    return false;
+  }
+
   /** 2. Retries that are due (non-FIFO groups), from the group's retry topic for this topic. */
   private async dueRetries(b: Batch): Promise<void> {
     const { s, req, now } = b;
     const store = this.ctx.store;
     const rt = retryTopicOf(s.group, s.topic);
     for (let q = 0; q < RETRY_QUEUES && !b.full; q++) {
+      if (!this.retryQueueDue(s, rt, q, now)) continue;
       const at = s.retryNext.get(q) ?? 0;
-      if (store.maxOffset(rt, q) <= at || (s.retryDueHint.get(q) ?? 0) > now) continue;
       const r = await store.read(rt, q, at, { maxCount: b.room });
       let next = r.status === 'FOUND' ? at : r.nextOffset;
       for (const m of r.messages) {
@@ -213,8 +227,17 @@ export class Pop {
       const fq = orderly ? s.fifoQueue(q, s.topicNext.get(q) ?? first) : undefined;
       if (fq?.forgetBelow(first)) b.lows.push({ queueId: q, low: fq.low }); // retention removed the head
       if (fq) await this.heldMessages(b, q, fq);
+      // Nothing new in the queue since the last read: no store read, and no async call either (a
+      // receive looks at every queue).
+      if (!fq && this.readUpTo(s, q)) continue;
       await this.readQueue(b, q, fq);
     }
+  }
+
+  /** The group has read queue `q` of its topic up to its newest message (and knows it). */
+  private readUpTo(s: GroupTopicState, q: number): boolean {
+    const known = s.topicNext.get(q);
+    return known !== undefined && this.ctx.store.maxOffset(s.topic, q) === known;
   }
 
   private firstOffset(s: GroupTopicState, q: number): number {
@@ -246,8 +269,6 @@ export class Pop {
     const { s, req } = b;
     const store = this.ctx.store;
     const known = s.topicNext.get(q);
-    // Nothing new in the queue since the last read: no store read (a receive looks at every queue).
-    if (!fq && known !== undefined && store.maxOffset(s.topic, q) === known) return;
     let at = known ?? this.firstOffset(s, q);
     if (fq && !fq.canRead(at)) return;
     const want = fq ? Math.max(b.room, 64) : b.room;

@@ -156,10 +156,12 @@ const MAX_FREE_SLABS = 8;
 /**
  * A write on the calling thread that took longer than this stalled the event loop for it: writes go
  * through the thread pool for `INLINE_PAUSE_MS` after it, so a disk that slows down stalls the loop
- * once a second at most, not at every flush.
+ * once a second at most, not at every flush. Each slow write in a row doubles the pause, up to
+ * `INLINE_PAUSE_MAX_MS` (a disk that stays slow costs one stall a minute); a fast one resets it.
  */
 export const INLINE_SLOW_MS = 10;
 export const INLINE_PAUSE_MS = 1000;
+export const INLINE_PAUSE_MAX_MS = 60_000;
 export class SegmentLog {
   private readonly files: SegmentFiles;
   private readonly segments: Segment[];
@@ -191,6 +193,8 @@ export class SegmentLog {
   private readonly inlineBytes: number;
   /** `performance.now()` before which no write is made on the calling thread (one was slow). */
   private inlinePausedUntil = 0;
+  /** The pause after the next slow write on the calling thread (doubles while they stay slow). */
+  private inlinePause = INLINE_PAUSE_MS;
 
   private constructor(private readonly opts: SegmentLogOptions) {
     this.fs = opts.fs ?? nodeStoreFs;
@@ -759,13 +763,20 @@ export class SegmentLog {
     if (!done) return false;
     const took = performance.now() - started;
     loopLoad.wrote(took);
-    if (took > INLINE_SLOW_MS) {
-      this.inlinePausedUntil = started + took + INLINE_PAUSE_MS;
-      this.opts.logger.warn(
-        { dir: this.opts.dir, bytes, ms: Math.round(took) },
-        `a write on the event loop was slow: writes go through the thread pool for ${INLINE_PAUSE_MS} ms`,
-      );
+    if (took <= INLINE_SLOW_MS) {
+      this.inlinePause = INLINE_PAUSE_MS;
+      return true;
     }
+    const pause = this.inlinePause;
+    this.inlinePausedUntil = started + took + pause;
+    this.inlinePause = Math.min(pause * 2, INLINE_PAUSE_MAX_MS);
+    // Once per slow spell at warn level; while it lasts, each probe only at debug.
+    const log = pause === INLINE_PAUSE_MS ? this.opts.logger.warn : this.opts.logger.debug;
+    log.call(
+      this.opts.logger,
+      { dir: this.opts.dir, bytes, ms: Math.round(took), pauseMs: pause },
+      `a write on the event loop was slow: writes go through the thread pool for ${pause} ms`,
+    );
     return true;
   }
 

@@ -107,7 +107,7 @@ test('inlineWriteBytes 0 writes every flush through the thread pool', async () =
   }
 });
 
-test('after a slow write on the calling thread, writes go through the thread pool for a while', async () => {
+test('after a slow write on the calling thread, writes go through the thread pool for a while, longer while they stay slow', async () => {
   const dir = tempDir();
   let slowMs = 0;
   const { fs, calls } = countingFs({ slowSyncMs: () => slowMs });
@@ -127,8 +127,18 @@ test('after a slow write on the calling thread, writes go through the thread poo
     assert.equal(calls.async, asyncBefore + 3, 'but through the thread pool');
 
     await sleep(INLINE_PAUSE_MS + 50);
+    slowMs = INLINE_SLOW_MS + 5;
     await append(log, Buffer.alloc(100));
-    assert.equal(calls.sync, 3, 'after the pause: on the calling thread again');
+    assert.equal(calls.sync, 3, 'after the pause: on the calling thread again (and slow again)');
+    slowMs = 0;
+    await sleep(INLINE_PAUSE_MS + 50);
+    await append(log, Buffer.alloc(100));
+    assert.equal(calls.sync, 3, 'a second slow write in a row: a pause twice as long');
+    await sleep(INLINE_PAUSE_MS + 100);
+    await append(log, Buffer.alloc(100));
+    assert.equal(calls.sync, 4, 'after it: on the calling thread again');
+    await append(log, Buffer.alloc(100));
+    assert.equal(calls.sync, 5, 'fast again: no pause');
   } finally {
     await log.close();
     dir.cleanup();

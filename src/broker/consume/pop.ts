@@ -132,7 +132,10 @@ export class Pop {
     // Each step is an async call only when it has something to read: a receive of a quiet topic (a
     // long poll's first look, or one woken for a message another receive took) reads nothing.
     if (s.ready.length > 0) await this.dueFifoRedeliveries(b);
-    if (!g.consumeMessageOrderly && this.retriesMayBeDue(b)) await this.dueRetries(b);
+    if (!g.consumeMessageOrderly) {
+      const rt = retryTopicOf(s.group, s.topic);
+      if (this.retriesMayBeDue(b, rt)) await this.dueRetries(b, rt);
+    }
     await this.newMessages(b, topic, g.consumeMessageOrderly);
     // Every hand-out is in `changed`, in the order of `delivered`: one keyed computation for all.
     const handles = this.receiptHandles(s, b.changed);
@@ -185,17 +188,15 @@ export class Pop {
   }
 
   /** Whether any retry queue may have retries due (`dueRetries` would read something). */
-  private retriesMayBeDue(b: Batch): boolean {
-    const rt = retryTopicOf(b.s.group, b.s.topic);
+  private retriesMayBeDue(b: Batch, rt: string): boolean {
     for (let q = 0; q < RETRY_QUEUES; q++) if (this.retryQueueDue(b.s, rt, q, b.now)) return true;
     return false;
   }
 
-  /** 2. Retries that are due (non-FIFO groups), from the group's retry topic for this topic. */
-  private async dueRetries(b: Batch): Promise<void> {
+  /** 2. Retries that are due (non-FIFO groups), from the group's retry topic `rt` for this topic. */
+  private async dueRetries(b: Batch, rt: string): Promise<void> {
     const { s, req, now } = b;
     const store = this.ctx.store;
-    const rt = retryTopicOf(s.group, s.topic);
     for (let q = 0; q < RETRY_QUEUES && !b.full; q++) {
       if (!this.retryQueueDue(s, rt, q, now)) continue;
       const at = s.retryNext.get(q) ?? 0;

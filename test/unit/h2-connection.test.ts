@@ -567,3 +567,45 @@ test('what a beforeFlush hook queues leaves in the same socket write as the rest
     await new Promise((r) => listener.close(r));
   }
 });
+
+test('the frame reader cuts frames at any chunking; a frame spread over chunks is copied alone', () => {
+  // Frames of 0 to 300 payload bytes, each payload filled with its index.
+  const sent: Buffer[] = [];
+  for (let i = 0; i < 60; i++)
+    sent.push(frame(FrameType.DATA, 0, 1 + (i % 5) * 2, Buffer.alloc((i * 37) % 301, i)));
+  const wire = Buffer.concat(sent);
+  for (const cut of [1, 2, 8, 9, 10, 100, 4096]) {
+    const got: { type: number; stream: number; payload: Buffer; chunk: number }[] = [];
+    const chunks: Buffer[] = [];
+    const reader = new FrameReader(1 << 14, (type, _flags, stream, payload) =>
+      got.push({
+        type,
+        stream,
+        payload: Buffer.from(payload),
+        chunk: chunks.findIndex((c) => c.buffer === payload.buffer),
+      }),
+    );
+    for (let at = 0; at < wire.length; at += cut) {
+      // Each chunk in its own memory, as Node hands them out (Buffer.alloc never uses the pool).
+      const chunk = Buffer.alloc(Math.min(cut, wire.length - at));
+      wire.copy(chunk, 0, at);
+      chunks.push(chunk);
+      reader.push(chunk);
+    }
+    assert.equal(reader.buffered, 0, `cut ${cut}: bytes left over`);
+    assert.equal(got.length, sent.length, `cut ${cut}: frames`);
+    for (let i = 0; i < sent.length; i++) {
+      assert.equal(got[i]!.stream, 1 + (i % 5) * 2);
+      assert.deepEqual(got[i]!.payload, Buffer.alloc((i * 37) % 301, i), `cut ${cut}: frame ${i}`);
+    }
+    if (cut === 4096) {
+      // Only the frames that straddle a chunk boundary are copies; all the others are views of the chunk.
+      let at = 0;
+      for (let i = 0; i < sent.length; i++) {
+        const within = Math.floor(at / cut) === Math.floor((at + sent[i]!.length - 1) / cut);
+        assert.equal(got[i]!.chunk >= 0, within, `frame ${i} at ${at}: ${within ? 'a view' : 'a copy'}`);
+        at += sent[i]!.length;
+      }
+    }
+  }
+});

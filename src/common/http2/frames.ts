@@ -156,10 +156,11 @@ export type FrameListener = (type: number, flags: number, streamId: number, payl
 /**
  * Cuts bytes into frames. A frame that lies within one received chunk (the usual case for small
  * ones) is handed out as a view of it; one spread over several chunks is copied once, when its last
- * byte arrives. Node never reuses a chunk it handed out, so a listener may keep a view.
+ * byte arrives, and only its own bytes: the frames after it in that chunk are views again. Node
+ * never reuses a chunk it handed out, so a listener may keep a view.
  */
 export class FrameReader {
-  /** Chunks holding the start of a frame not yet complete. */
+  /** The start of a frame not yet complete, as received (views of the chunks). */
   private parts: Buffer[] = [];
   private partsBytes = 0;
   /** Bytes the frame in `parts` needs in all (header included), once its header is known. */
@@ -178,39 +179,63 @@ export class FrameReader {
 
   /** Feed received bytes; calls the listener once per whole frame. Throws H2ConnectionError. */
   push(chunk: Buffer): void {
-    let buf = chunk;
-    if (this.partsBytes > 0) {
-      this.parts.push(chunk);
-      this.partsBytes += chunk.length;
-      if (this.need === 0 && this.partsBytes >= FRAME_HEADER_BYTES) {
-        const head = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.partsBytes);
-        this.parts = [head];
-        this.need = FRAME_HEADER_BYTES + this.lengthAt(head, 0);
-      }
-      if (this.need === 0 || this.partsBytes < this.need) return;
-      buf = Buffer.concat(this.parts, this.partsBytes);
-      this.parts = [];
-      this.partsBytes = 0;
-      this.need = 0;
-    }
     let p = 0;
-    const end = buf.length;
+    if (this.partsBytes > 0) {
+      p = this.completeHeld(chunk);
+      if (p < 0) return;
+    }
+    const end = chunk.length;
     while (end - p >= FRAME_HEADER_BYTES) {
-      const length = this.lengthAt(buf, p);
+      const length = this.lengthAt(chunk, p);
       if (end - p - FRAME_HEADER_BYTES < length) break;
-      const type = buf[p + 3]!;
-      const flags = buf[p + 4]!;
-      const streamId = buf.readUInt32BE(p + 5) & 0x7fffffff;
-      const start = p + FRAME_HEADER_BYTES;
-      p = start + length;
-      this.onFrame(type, flags, streamId, buf.subarray(start, p));
+      p = this.emit(chunk, p, length);
     }
     if (p < end) {
-      const rest = buf.subarray(p);
+      const rest = chunk.subarray(p);
       this.parts = [rest];
       this.partsBytes = rest.length;
       this.need = rest.length >= FRAME_HEADER_BYTES ? FRAME_HEADER_BYTES + this.lengthAt(rest, 0) : 0;
     }
+  }
+
+  /**
+   * Add `chunk` to the frame begun in `parts`. Once the frame is whole, hand it out (copied from
+   * its pieces) and return where the rest of `chunk` begins; -1 while the frame still needs more.
+   */
+  private completeHeld(chunk: Buffer): number {
+    const held = this.partsBytes;
+    if (this.need === 0) {
+      if (held + chunk.length < FRAME_HEADER_BYTES) {
+        this.parts.push(chunk);
+        this.partsBytes += chunk.length;
+        return -1;
+      }
+      const head = Buffer.concat([...this.parts, chunk.subarray(0, FRAME_HEADER_BYTES - held)]);
+      this.need = FRAME_HEADER_BYTES + this.lengthAt(head, 0);
+    }
+    if (held + chunk.length < this.need) {
+      this.parts.push(chunk);
+      this.partsBytes += chunk.length;
+      return -1;
+    }
+    const used = this.need - held;
+    this.parts.push(chunk.subarray(0, used));
+    const whole = Buffer.concat(this.parts, this.need);
+    this.parts = [];
+    this.partsBytes = 0;
+    this.need = 0;
+    this.emit(whole, 0, whole.length - FRAME_HEADER_BYTES);
+    return used;
+  }
+
+  /** Hand out the frame at `p` of `buf` (its payload `length` bytes); returns where it ends. */
+  private emit(buf: Buffer, p: number, length: number): number {
+    const type = buf[p + 3]!;
+    const flags = buf[p + 4]!;
+    const streamId = buf.readUInt32BE(p + 5) & 0x7fffffff;
+    const start = p + FRAME_HEADER_BYTES;
+    this.onFrame(type, flags, streamId, buf.subarray(start, start + length));
+    return start + length;
   }
 
   /** A frame's payload length, checked against the limit. */

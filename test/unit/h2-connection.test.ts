@@ -602,7 +602,7 @@ test('the frame reader cuts frames at any chunking; a frame spread over chunks i
       // Only the frames that straddle a chunk boundary are copies; all the others are views of the chunk.
       let at = 0;
       for (let i = 0; i < sent.length; i++) {
-        const within = Math.floor(at / cut) === Math.floor((at + sent[i]!.length - 1) / cut);
+        const within: boolean = Math.floor(at / cut) === Math.floor((at + sent[i]!.length - 1) / cut);
         assert.equal(got[i]!.chunk >= 0, within, `frame ${i} at ${at}: ${within ? 'a view' : 'a copy'}`);
         at += sent[i]!.length;
       }

@@ -211,7 +211,10 @@ test('compacting a large state serializes it a chunk per turn of the event loop 
     const total = chunks.reduce((a, b) => a + b, 0);
     const largest = Math.max(...chunks);
     assert.ok(total > 10 * 1024 * 1024, `the snapshot holds ${total} bytes`);
-    assert.ok(largest <= 128 * 1024, `a snapshot chunk of ${largest} bytes (${chunks.length} chunks, ${total} bytes)`);
+    assert.ok(
+      largest <= 128 * 1024,
+      `a snapshot chunk of ${largest} bytes (${chunks.length} chunks, ${total} bytes)`,
+    );
     const walked = [...walkedInTurn.values()];
     const mostInOneTurn = Math.max(...walked);
     assert.ok(

@@ -221,6 +221,10 @@ function summaryLine(r: WorkloadResult): string {
   const s = perMessage(r.serverCpuUs, r.ok);
   const c = perMessage(r.clientCpuUs, r.ok);
   if (s !== undefined && c !== undefined) parts.push(`CPU/msg broker ${fmtUs(s)} µs, client ${fmtUs(c)} µs`);
+  if (r.clientGc)
+    parts.push(
+      `client GC ${fmtMs(r.clientGc.totalMs / r.seconds)} ms/s in ${r.clientGc.count} pauses, longest ${fmtMs(r.clientGc.maxMs)} ms`,
+    );
   if (r.failed) parts.push(`${fmtInt(r.failed)} failed (${r.firstError ?? '?'})`);
   if (r.timeLimited) parts.push('time limit');
   if (r.drained === false) parts.push('NOT DRAINED');

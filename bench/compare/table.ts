@@ -52,6 +52,20 @@ function w3Metrics(workload: Workload, title: string): Metric[] {
       format: fmtMs,
     },
     { label: `${title}: broker CPU, µs/msg`, better: 'lower', workload, value: serverCpu, format: fmtUs },
+    {
+      label: `${title}: client GC pauses, ms per s`,
+      better: 'lower',
+      workload,
+      value: (r) => (r.clientGc ? r.clientGc.totalMs / r.seconds : undefined),
+      format: fmtMs,
+    },
+    {
+      label: `${title}: longest client GC pause, ms`,
+      better: 'lower',
+      workload,
+      value: (r) => r.clientGc?.maxMs,
+      format: fmtMs,
+    },
   ];
 }
 

@@ -67,6 +67,15 @@ export interface LatencySummary {
   mean: number;
 }
 
+/** Garbage-collection pauses of a process over an interval (V8's `gc` performance entries). */
+export interface GcPauses {
+  count: number;
+  /** Sum of the pauses, ms. */
+  totalMs: number;
+  /** The longest pause, ms. */
+  maxMs: number;
+}
+
 /** What a client child prints as its `RESULT` line. */
 export interface ClientResult {
   workload: Workload;
@@ -94,6 +103,8 @@ export interface ClientResult {
   missing?: number;
   /** Client process CPU time (user + system) in the measured part, microseconds. */
   clientCpuUs: number;
+  /** W3: the client process's garbage-collection pauses that began in the measured window. */
+  clientGc?: GcPauses;
   /** Consumers: whether the server, asked afterwards, had nothing left un-acked (null: not checked). */
   drained?: boolean | null;
 }

@@ -278,6 +278,7 @@ describe('bench:compare table', () => {
           sendRate: 5000,
           missing: 10,
           latency: { count: 1, p50: 1700, p99: 2900, max: 3000, mean: 1800 },
+          clientGc: { count: 12, totalMs: 40, maxMs: 9.5 },
         }),
         result({
           target: 'rabbitmq',
@@ -287,6 +288,7 @@ describe('bench:compare table', () => {
           sendRate: 5000,
           missing: 0,
           latency: { count: 1, p50: 1.9, p99: 5, max: 215, mean: 2 },
+          clientGc: { count: 4, totalMs: 10, maxMs: 3 },
         }),
       ]),
     );
@@ -311,6 +313,15 @@ describe('bench:compare table', () => {
       /did not keep up with 5,000 msgs\/s: sent 5,000\/s, consumed 4,400\/s, 10 sent messages/,
     );
     assert.match(row('broker peak RSS'), /\| 200 \| – \| 100 \| 2\.0× \/ – \|$/);
+    // The client's own collections in the window (1 s here): what a W3 tail is often made of.
+    assert.match(
+      row('W3 at 5,000 msgs/s: client GC pauses'),
+      /\| 40\.0 \[3\] \| – \| 10\.0 \| 4\.0× \/ – \|$/,
+    );
+    assert.match(
+      row('W3 at 5,000 msgs/s: longest client GC pause'),
+      /\| 9\.50 \[3\] \| – \| 3\.00 \| 3\.2× \/ – \|$/,
+    );
   });
 
   test('--repeat: the median round by rate (by p99 for W3, the worse middle one), the spread under the table', () => {

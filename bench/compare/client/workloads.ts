@@ -6,7 +6,8 @@
  * `marks.begin()`/`marks.end()` bracket the measured part, so the orchestrator can read the server's
  * CPU time over the same interval.
  */
-import type { ClientResult, WorkloadSpec } from '../types.js';
+import { PerformanceObserver } from 'node:perf_hooks';
+import type { ClientResult, GcPauses, WorkloadSpec } from '../types.js';
 import { perSecond, summarize } from '../stats.js';
 import { closeWithin, errorText, within, type OnMessage, type Peer, type Sender } from './peer.js';
 
@@ -17,6 +18,29 @@ export interface Marks {
 
 /** How long sends still unanswered at a time limit may take before they count as failed. */
 const GRACE_MS = 10_000;
+
+/**
+ * The garbage-collection pauses of this process that begin in [from, to) (performance.now() times),
+ * collected from now until `stop()`: a W3 tail is often the client's own collections.
+ */
+function watchGc(): { stop(from: number, to: number): GcPauses } {
+  const pauses: [start: number, ms: number][] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push([e.startTime, e.duration]);
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop(from, to) {
+      observer.disconnect();
+      const inWindow = pauses.filter(([start]) => start >= from && start < to).map(([, ms]) => ms);
+      return {
+        count: inWindow.length,
+        totalMs: inWindow.reduce((a, b) => a + b, 0),
+        maxMs: inWindow.reduce((a, b) => Math.max(a, b), 0),
+      };
+    },
+  };
+}
 
 const cpuSince = (start: NodeJS.CpuUsage): number => {
   const u = process.cpuUsage(start);
@@ -229,6 +253,7 @@ export async function endToEnd(
   let failed = 0;
   let firstError: string | undefined;
   let cpu0 = process.cpuUsage();
+  const gc = watchGc();
   const start = performance.now();
   windowStart = start + warmupMs;
   windowEnd = windowStart + windowMs;
@@ -274,6 +299,7 @@ export async function endToEnd(
     }
     marks.end();
     const clientCpuUs = cpuSince(cpu0);
+    const clientGc = gc.stop(windowStart, windowEnd);
     const latency = summarize(latencies);
     const windowSeconds = windowMs / 1000;
     return {
@@ -291,6 +317,7 @@ export async function endToEnd(
       sendRate: perSecond(sentInWindow, windowSeconds),
       missing: Math.max(0, expected() - receivedFromWindow),
       clientCpuUs,
+      clientGc,
     };
   } finally {
     await closeWithin('sender', sender.close(), 10_000);

@@ -89,14 +89,17 @@ export class Connection {
     });
   }
 
-  /** A unary call; resolves with the decoded response, whatever its body status. */
-  async unary<Res>(name: string, request: object, opts: CallOptions): Promise<Res> {
+  /**
+   * A unary call; resolves with the decoded response, whatever its body status. `request` is the
+   * request object, or its bytes when the caller encoded it (send-encoder.ts).
+   */
+  async unary<Res>(name: string, request: object | Uint8Array, opts: CallOptions): Promise<Res> {
     const m = method(name);
     try {
       const bytes = await this.channel.unary(
         m.path,
         requestMetadata(this.identity),
-        encode(m.requestType, request),
+        request instanceof Uint8Array ? request : encode(m.requestType, request),
         opts.timeoutMs,
         opts.signal,
       );

@@ -378,11 +378,12 @@ export function decodeDeliveryFrame(bytes: Buffer, pull: boolean, into?: Decoded
 
 // ---- AckMessage -------------------------------------------------------------------------------------
 
-function utf8Length(s: string): number {
+export function utf8Length(s: string): number {
   return Buffer.byteLength(s, 'utf8');
 }
 
-function writeString(out: Buffer, at: number, tag: number, s: string, n: number): number {
+/** A string field: its tag (one byte), its length `n` (its UTF-8 bytes) and the bytes. */
+export function writeString(out: Buffer, at: number, tag: number, s: string, n: number): number {
   out[at++] = tag;
   at = writeVarint(out, at, n);
   // As many bytes as characters: ASCII, which latin1 writes the same, faster.

@@ -30,6 +30,7 @@ import { endpointsKey } from './endpoints.js';
 import { VelaClientError, abortReason, clientError, closedError, fromStatus, isOk } from './errors.js';
 import { newMessageId } from './message-id.js';
 import { MessageView, prepareMessage, wireOnQueue, type Message, type SendReceipt } from './message.js';
+import { encodeSendRequest } from './send-encoder.js';
 import { Transaction, type TransactionResolution } from './transaction.js';
 import type { Connection } from './connection.js';
 import { SendBatcher, type SendEntry } from './send-batcher.js';
@@ -316,13 +317,15 @@ export class Producer extends ClientBase {
             this.closeSignal.signal,
           );
         }
-        const res = await conn.unary<SendResponse>(
-          'SendMessage',
-          {
-            messages: entries.map((e) => wireOnQueue(e.message.wire, queue.id)),
-          },
-          { timeoutMs: this.clientConfig.requestTimeoutMs, ...(call ? { signal: call.signal } : {}) },
-        );
+        // Written by hand, or (a message it cannot write as protobufjs would) by protobufjs.
+        const request = encodeSendRequest(
+          entries.map((e) => e.message.wire),
+          queue.id,
+        ) ?? { messages: entries.map((e) => wireOnQueue(e.message.wire, queue.id)) };
+        const res = await conn.unary<SendResponse>('SendMessage', request, {
+          timeoutMs: this.clientConfig.requestTimeoutMs,
+          ...(call ? { signal: call.signal } : {}),
+        });
         const results = res.entries ?? [];
         if (results.length !== entries.length) {
           const err =

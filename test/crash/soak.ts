@@ -6,9 +6,9 @@
  *   node --import tsx test/crash/soak.ts [--rounds N] [--power-cut] [--count-redelivery] [--load-ms A-B]
  *
  * Each round runs a broker in a child process under mixed load for a random while, crashes it, and
- * checks every acknowledged fact on a copy of what survived. Exits non-zero on the first violation;
- * a message delivered or dead-lettered twice after a restart is one (`--count-redelivery` only counts
- * them).
+ * checks every acknowledged fact on a copy of what survived. Exits non-zero on the first violation,
+ * keeping its files (the path is printed); a message delivered or dead-lettered twice after a restart
+ * is one (`--count-redelivery` only counts them).
  */
 import { tempDir } from '../helpers.js';
 import { crashRounds } from './mixed-load.js';
@@ -41,7 +41,9 @@ try {
   );
 } catch (err) {
   process.stderr.write(`FAILED: ${(err as Error).stack ?? String(err)}\n`);
+  // What the round left (its data directory and the crashed image) stays, for a look.
+  process.stderr.write(`the soak's files are kept in ${dir.path}\n`);
   process.exitCode = 1;
 } finally {
-  dir.cleanup();
+  if (!process.exitCode) dir.cleanup();
 }

@@ -158,7 +158,9 @@ function hookFor(op: string, args: unknown[]): Hook | null {
     case 'close': {
       const fd = args[0] as number;
       if (!fds.has(fd)) return null;
-      return { after: () => fds.delete(fd) };
+      // Forgotten when the close is made, not when it is reported: the kernel may give the number to
+      // a file opened meanwhile, whose open can be reported first (its entry must then stay).
+      return { before: () => fds.delete(fd) };
     }
     case 'write':
     case 'writev': {

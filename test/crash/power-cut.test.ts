@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { renameSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { tempDir, waitExit, waitClosed, sleep } from '../helpers.js';
@@ -15,6 +15,8 @@ import { verifyAppends, type Ack } from './verify-appends.js';
 
 const CHILD = fileURLToPath(new URL('./append-child.ts', import.meta.url));
 const SHIM = fileURLToPath(new URL('./power-cut-shim.ts', import.meta.url));
+const SLOW_CLOSE = fileURLToPath(new URL('./fd-reuse-slow-close.ts', import.meta.url));
+const FD_REUSE_CHILD = fileURLToPath(new URL('./fd-reuse-child.ts', import.meta.url));
 
 /** Run `script` under the power-cut model for `dir`; `cut()` pulls the plug and puts the image in place. */
 export function underPowerCut(script: string, args: string[], dir: string, onLine: (line: string) => void) {
@@ -72,3 +74,38 @@ test(
     }
   },
 );
+
+test('the power-cut model follows a descriptor number reused before its close was reported', async () => {
+  // The store closes and opens files concurrently: a close's callback can come after an open that
+  // got the same number. The model must keep tracking the new file (else its O_DSYNC writes would
+  // not survive in the model, and a later check would blame the store for bytes it did make durable).
+  const dir = tempDir();
+  const data = `${dir.path}/data`;
+  const image = `${data}.image`;
+  mkdirSync(data);
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--import', SLOW_CLOSE, '--import', SHIM, FD_REUSE_CHILD, data],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, VELA_POWER_CUT_DIR: data, VELA_POWER_CUT_OUT: image },
+    },
+  );
+  try {
+    const lines = createInterface({ input: child.stdout! });
+    const ready = await new Promise<string>((resolve, reject) => {
+      lines.on('line', (l) => l.startsWith('READY') && resolve(l));
+      child.once('exit', (code) => reject(new Error(`the child exited (${code}) before it was ready`)));
+    });
+    const [, fdA, fdB] = ready.split(' ');
+    assert.equal(fdB, fdA, 'the second open got the number the first close freed');
+    const cut = new Promise<void>((r) => lines.on('line', (l) => l.startsWith('POWER-CUT') && r()));
+    child.kill('SIGUSR2');
+    await cut;
+    assert.equal(readFileSync(`${image}/b`, 'utf8'), 'written with O_DSYNC after the late close');
+  } finally {
+    child.kill('SIGKILL');
+    await waitClosed(child);
+    dir.cleanup();
+  }
+});

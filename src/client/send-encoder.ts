@@ -148,61 +148,47 @@ function writeStr(out: Buffer, p: number, tag: number, s: string): number {
   return writeString(out, p, tag, s, next());
 }
 
-function writeTimestamp(out: Buffer, p: number, tag: number, t: PbTimestamp): number {
+/** A one-byte tag and a varint: a scalar field, or a nested message's (or the body's) length. */
+function tagged(out: Buffer, p: number, tag: number, v: number): number {
   out[p++] = tag;
-  p = writeVarint(out, p, next());
-  if (t.seconds) {
-    out[p++] = SECONDS;
-    p = writeVarint(out, p, t.seconds);
-  }
-  if (t.nanos) {
-    out[p++] = NANOS;
-    p = writeVarint(out, p, t.nanos);
-  }
+  return writeVarint(out, p, v);
+}
+
+function writeTimestamp(out: Buffer, p: number, tag: number, t: PbTimestamp): number {
+  p = tagged(out, p, tag, next());
+  if (t.seconds) p = tagged(out, p, SECONDS, t.seconds);
+  if (t.nanos) p = tagged(out, p, NANOS, t.nanos);
   return p;
 }
 
 function writeMessage(out: Buffer, p: number, w: WireMessage, queueId: number): number {
-  out[p++] = REQUEST_MESSAGES;
-  p = writeVarint(out, p, next());
+  p = tagged(out, p, REQUEST_MESSAGES, next());
   if (w.topic) {
     const r = w.topic;
-    out[p++] = TOPIC;
-    p = writeVarint(out, p, next());
+    p = tagged(out, p, TOPIC, next());
     if (r.resource_namespace) p = writeStr(out, p, NAMESPACE, r.resource_namespace);
     if (r.name) p = writeStr(out, p, NAME, r.name);
   }
   const props = w.user_properties;
   if (props) {
     for (const k in props) {
-      out[p++] = USER_PROPERTIES;
-      p = writeVarint(out, p, next());
+      p = tagged(out, p, USER_PROPERTIES, next());
       p = writeStr(out, p, 0x0a, k);
       p = writeStr(out, p, 0x12, props[k]!);
     }
   }
   const sp = w.system_properties;
   if (sp) {
-    out[p++] = SYSTEM_PROPERTIES;
-    p = writeVarint(out, p, next());
+    p = tagged(out, p, SYSTEM_PROPERTIES, next());
     if (sp.tag != null) p = writeStr(out, p, TAG, sp.tag);
     if (sp.keys) for (const k of sp.keys) p = writeStr(out, p, KEYS, k);
     if (sp.message_id) p = writeStr(out, p, MESSAGE_ID, sp.message_id);
-    if (sp.body_encoding) {
-      out[p++] = BODY_ENCODING;
-      p = writeVarint(out, p, sp.body_encoding);
-    }
-    if (sp.message_type) {
-      out[p++] = MESSAGE_TYPE;
-      p = writeVarint(out, p, sp.message_type);
-    }
+    if (sp.body_encoding) p = tagged(out, p, BODY_ENCODING, sp.body_encoding);
+    if (sp.message_type) p = tagged(out, p, MESSAGE_TYPE, sp.message_type);
     if (sp.born_timestamp) p = writeTimestamp(out, p, BORN_TIMESTAMP, sp.born_timestamp);
     if (sp.born_host) p = writeStr(out, p, BORN_HOST, sp.born_host);
     if (sp.delivery_timestamp != null) p = writeTimestamp(out, p, DELIVERY_TIMESTAMP, sp.delivery_timestamp);
-    if (queueId !== 0) {
-      out[p++] = QUEUE_ID;
-      p = writeVarint(out, p, queueId);
-    }
+    if (queueId !== 0) p = tagged(out, p, QUEUE_ID, queueId);
     if (sp.message_group != null) {
       out[p++] = MESSAGE_GROUP[0];
       p = writeStr(out, p, MESSAGE_GROUP[1], sp.message_group);
@@ -210,8 +196,7 @@ function writeMessage(out: Buffer, p: number, w: WireMessage, queueId: number): 
   }
   const body = w.body;
   if (body && body.length > 0) {
-    out[p++] = BODY;
-    p = writeVarint(out, p, body.length);
+    p = tagged(out, p, BODY, body.length);
     p += body.copy(out, p);
   }
   return p;

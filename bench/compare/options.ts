@@ -30,6 +30,11 @@ export interface CompareOptions {
   heapSampleDir?: string;
   /** V8/Node flags for Vela's broker and for every Node client child (all targets alike). */
   nodeFlags: string[];
+  /**
+   * V8/Node flags for this checkout's Vela broker only (after `nodeFlags`; not the `--baseline`
+   * broker's, so `--baseline` of the same checkout is an alternating A/B of the flags).
+   */
+  brokerFlags: string[];
   /** Sample the server's RSS this often (seconds) during each measured part; summed up as a trend. */
   rssEverySeconds: number;
   /** Run each target's workloads this many rounds (one server start); the table shows the medians. */
@@ -105,8 +110,22 @@ Options:
   --node-flags "FLAGS"  start Vela's broker and every Node client (of every target) with these
                         Node/V8 flags, e.g. "--initial-heap-size=256": what the processes' own
                         settings do to a figure (default: none, as users run them)
+  --broker-flags "FLAGS"
+                        start this checkout's Vela broker (not the clients, not the --baseline
+                        broker) with these Node/V8 flags too: with --baseline of this same
+                        checkout, an A/B of a broker runtime flag in alternating rounds
   --no-install          never run apt-get; fail if a server is missing
   --help                this text`;
+
+/** Options whose value is a list of Node/V8 flags. */
+const FLAG_LISTS = new Set(['--node-flags', '--broker-flags']);
+
+/** A space-separated list of Node/V8 flags: each must start with `--`. */
+function parseFlagList(option: string, raw: string): string[] {
+  const flags = raw.split(/\s+/).filter(Boolean);
+  for (const f of flags) if (!f.startsWith('--')) throw new Error(`${option}: "${f}" is not a --flag`);
+  return flags;
+}
 
 /** Targets named on the command line: `vela` stands for both Vela rows. */
 export function parseTargets(list: string): Target[] {
@@ -199,6 +218,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let icLogDir: string | undefined;
   let heapSampleDir: string | undefined;
   let nodeFlags: string[] = [];
+  let brokerFlags: string[] = [];
   let waitIdleSeconds = 0;
   let repeat = 1;
   let jsonFile: string | undefined;
@@ -207,8 +227,8 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let from: 'dist' | 'src' = 'dist';
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
-    // --node-flags takes flags: its value may start with "--".
-    if (v === undefined || (v.startsWith('--') && flag !== '--node-flags'))
+    // --node-flags and --broker-flags take flags: their value may start with "--".
+    if (v === undefined || (v.startsWith('--') && !FLAG_LISTS.has(flag)))
       throw new Error(`${flag} needs a value`);
     return v;
   };
@@ -292,9 +312,10 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
         heapSampleDir = take();
         break;
       case '--node-flags':
-        nodeFlags = take().split(/\s+/).filter(Boolean);
-        for (const f of nodeFlags)
-          if (!f.startsWith('--')) throw new Error(`--node-flags: "${f}" is not a --flag`);
+        nodeFlags = parseFlagList(flag, take());
+        break;
+      case '--broker-flags':
+        brokerFlags = parseFlagList(flag, take());
         break;
       case '--baseline':
         baselineDir = take();
@@ -326,6 +347,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     repeat,
     from,
     nodeFlags,
+    brokerFlags,
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(icLogDir !== undefined ? { icLogDir } : {}),
     ...(heapSampleDir !== undefined ? { heapSampleDir } : {}),

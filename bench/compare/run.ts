@@ -50,13 +50,16 @@ let currentClient: ChildProcess | undefined;
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 let interrupted = false;
 
-/** Where Vela's broker writes its CPU profiles, inline-cache log and allocation sample, if asked to. */
-function brokerDebug(opts: CompareOptions): BrokerDebug {
+/**
+ * Where Vela's broker writes its CPU profiles, inline-cache log and allocation sample, if asked to,
+ * and its Node/V8 flags (`--broker-flags` for this checkout's broker only, not the baseline's).
+ */
+function brokerDebug(opts: CompareOptions, baseline: boolean): BrokerDebug {
   return {
     ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}),
     ...(opts.icLogDir ? { icLogDir: opts.icLogDir } : {}),
     ...(opts.heapSampleDir ? { heapSampleDir: opts.heapSampleDir } : {}),
-    nodeFlags: opts.nodeFlags,
+    nodeFlags: baseline ? opts.nodeFlags : [...opts.nodeFlags, ...opts.brokerFlags],
   };
 }
 
@@ -67,11 +70,11 @@ function startServer(target: Target, opts: CompareOptions, root?: string): Promi
     case 'vela-official':
       return startVela({
         label: root ? `${target}-baseline` : target,
-        ...brokerDebug(opts),
+        ...brokerDebug(opts, root !== undefined),
         ...(root ? { root } : {}),
       });
     case 'vela-remoting':
-      return startVelaRemoting(brokerDebug(opts), root);
+      return startVelaRemoting(brokerDebug(opts, root !== undefined), root);
     case 'rabbitmq':
       return startRabbitMq();
     case 'nats':
@@ -288,6 +291,11 @@ async function main(): Promise<void> {
     `bench:compare${opts.quick ? ' (quick)' : ''}: ${opts.targets.join(', ')}; ${opts.workloads.join(', ')}`,
   );
   log(`${report.machine.cores} × ${report.machine.cpuModel}, load ${report.machine.loadAverageAtStart}`);
+  if (opts.nodeFlags.length > 0) log(`every Node process with ${opts.nodeFlags.join(' ')}`);
+  if (opts.brokerFlags.length > 0)
+    log(
+      `this checkout's Vela broker${opts.baselineDir ? ' (not the baseline)' : ''} with ${opts.brokerFlags.join(' ')}`,
+    );
   ensurePackages(opts.targets, opts.install, log);
   report.versions = versions(opts.targets);
   if (opts.targets.some(isVela)) {

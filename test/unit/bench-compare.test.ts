@@ -86,6 +86,24 @@ describe('bench:compare command line', () => {
     assert.equal(o.sizes.w3a.rate, 5000);
     assert.equal(o.sizes.w3b.rate, 20_000);
     assert.deepEqual(o.nodeFlags, [], 'every process as users start it');
+    assert.deepEqual(o.brokerFlags, [], 'the broker as users start it');
+  });
+
+  test("--broker-flags: Node/V8 flags for this checkout's broker only; only --flags", () => {
+    const o = parseArgs([
+      '--broker-flags',
+      '--no-concurrent-marking  --single-threaded-gc',
+      '--baseline',
+      '/x',
+    ]);
+    assert.deepEqual(o.brokerFlags, ['--no-concurrent-marking', '--single-threaded-gc']);
+    assert.deepEqual(o.nodeFlags, [], 'the clients keep their defaults');
+    assert.deepEqual(parseArgs(['--broker-flags=--a=1']).brokerFlags, ['--a=1']);
+    assert.throws(
+      () => parseArgs(['--broker-flags', 'single-threaded-gc']),
+      /--broker-flags: .* is not a --flag/,
+    );
+    assert.throws(() => parseArgs(['--broker-flags']), /--broker-flags needs a value/);
   });
 
   test('--node-flags: the same Node/V8 flags for the broker and every Node client; only --flags', () => {

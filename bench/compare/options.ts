@@ -127,6 +127,14 @@ function parseFlagList(option: string, raw: string): string[] {
   return flags;
 }
 
+/** The Node/V8 flags a Vela broker starts with: `--broker-flags` are for this checkout's only. */
+export function brokerNodeFlags(
+  o: Pick<CompareOptions, 'nodeFlags' | 'brokerFlags'>,
+  baseline: boolean,
+): string[] {
+  return baseline ? o.nodeFlags : [...o.nodeFlags, ...o.brokerFlags];
+}
+
 /** Targets named on the command line: `vela` stands for both Vela rows. */
 export function parseTargets(list: string): Target[] {
   const out = new Set<Target>();

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensurePackages, machineInfo, npmVersionOf, versions } from './environment.js';
 import { VELA_FROM_ENV, buildDist } from './vela-from.js';
-import { USAGE, parseArgs, workloadsFor, type CompareOptions } from './options.js';
+import { USAGE, brokerNodeFlags, parseArgs, workloadsFor, type CompareOptions } from './options.js';
 import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
 import { medianRound, renderTable } from './table.js';
 import { formatRssTrend, rssTrend, type RssSample } from './rss-trend.js';
@@ -59,7 +59,7 @@ function brokerDebug(opts: CompareOptions, baseline: boolean): BrokerDebug {
     ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}),
     ...(opts.icLogDir ? { icLogDir: opts.icLogDir } : {}),
     ...(opts.heapSampleDir ? { heapSampleDir: opts.heapSampleDir } : {}),
-    nodeFlags: baseline ? opts.nodeFlags : [...opts.nodeFlags, ...opts.brokerFlags],
+    nodeFlags: brokerNodeFlags(opts, baseline),
   };
 }
 

@@ -5,7 +5,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fmtMs, fmtRatio, percentile, perMessage, ratio, summarize } from '../../bench/compare/stats.js';
-import { parseArgs, parseTargets, workloadSizes, workloadsFor } from '../../bench/compare/options.js';
+import {
+  brokerNodeFlags,
+  parseArgs,
+  parseTargets,
+  workloadSizes,
+  workloadsFor,
+} from '../../bench/compare/options.js';
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
 import { keptUp, medianRound, renderPaired, renderSpread, renderTable } from '../../bench/compare/table.js';
@@ -97,6 +103,9 @@ describe('bench:compare command line', () => {
       '/x',
     ]);
     assert.deepEqual(o.brokerFlags, ['--no-concurrent-marking', '--single-threaded-gc']);
+    const both = parseArgs(['--node-flags', '--a', '--broker-flags', '--b', '--baseline', '/x']);
+    assert.deepEqual(brokerNodeFlags(both, false), ['--a', '--b'], "this checkout's broker: both");
+    assert.deepEqual(brokerNodeFlags(both, true), ['--a'], 'the baseline broker: --node-flags only');
     assert.deepEqual(o.nodeFlags, [], 'the clients keep their defaults');
     assert.deepEqual(parseArgs(['--broker-flags=--a=1']).brokerFlags, ['--a=1']);
     assert.throws(

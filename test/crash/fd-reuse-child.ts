@@ -3,8 +3,8 @@
  * reported yet. Opens `a`, closes it (fd-reuse-slow-close.ts reports the close 100 ms late), waits
  * until the kernel has freed the number (the close runs on a pool thread: an open issued right after
  * it may run first), opens `b` (the kernel hands out the same number, unless other descriptors came
- * or went meanwhile: then again), makes `b`'s directory entry durable, and once the late close has been reported writes
- * `b` with O_DSYNC; then prints `READY <fd a> <fd b>` and waits for the cut.
+ * or went meanwhile: then again), makes `b`'s directory entry durable, and once the late close has
+ * been reported writes `b` with O_DSYNC; then prints `READY <fd a> <fd b>` and waits for the cut.
  */
 import fs from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +25,8 @@ let closedA = Promise.resolve();
 for (let attempt = 1; ; attempt++) {
   a = await open(join(dir, 'a'), C.O_CREAT | C.O_RDWR | C.O_DSYNC);
   closedA = close(a);
-  while (isOpen(a)) await new Promise((r) => setTimeout(r, 1));
+  // (Bounded: another thread may have been given the number at once; then the open below tells.)
+  for (let i = 0; i < 1000 && isOpen(a); i++) await new Promise((r) => setTimeout(r, 1));
   b = await open(join(dir, 'b'), C.O_CREAT | C.O_RDWR | C.O_DSYNC);
   if (b === a || attempt === 50) break;
   await closedA;

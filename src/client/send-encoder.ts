@@ -129,7 +129,6 @@ function measureMessage(w: WireMessage, queueId: number): number {
       put(t);
       spSize += 1 + nested(t);
     }
-    if (queueId < 0 || !Number.isInteger(queueId) || queueId > 0x7fffffff) return -1;
     if (queueId !== 0) spSize += 1 + vsize(queueId);
     if (sp.message_group != null) spSize += 2 + measureString(sp.message_group);
     lens[spSlot] = spSize;
@@ -207,6 +206,7 @@ function writeMessage(out: Buffer, p: number, w: WireMessage, queueId: number): 
  * undefined when one of them needs protobufjs (see the module's comment).
  */
 export function encodeSendRequest(wires: readonly WireMessage[], queueId: number): Buffer | undefined {
+  if (queueId < 0 || !Number.isInteger(queueId) || queueId > 0x7fffffff) return undefined;
   count = 0;
   let size = 0;
   for (const w of wires) {

@@ -16,6 +16,7 @@
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import tls, { type SecureContextOptions } from 'node:tls';
+import { onAbort } from '../common/abort-listeners.js';
 import { H2Connection } from '../common/http2/connection.js';
 import { H2Error } from '../common/http2/frames.js';
 import type { H2Stream } from '../common/http2/stream.js';
@@ -435,7 +436,7 @@ export class H2Channel {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        unlisten?.();
         if (err) reject(err);
         else resolve(messages!);
       };
@@ -444,11 +445,13 @@ export class H2Channel {
         finish(new TransportError(GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded'));
         stream.reset(H2Error.CANCEL);
       }, remaining);
-      const onAbort = () => {
-        finish(signal!.reason);
-        stream.reset(H2Error.CANCEL);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // Not addEventListener: the signal (a receive loop's, a caller's) outlives its calls (abort-listeners.ts).
+      const unlisten = signal
+        ? onAbort(signal, () => {
+            finish(signal.reason);
+            stream.reset(H2Error.CANCEL);
+          })
+        : undefined;
       reader.bind(stream, (err, messages) => {
         this.untrack(session);
         finish(err, messages);

@@ -14,6 +14,7 @@
  * - non-retriable codes (the 400xx class: bad request, not found, forbidden, too large …) are thrown
  *   at once.
  */
+import { onAbort } from '../common/abort-listeners.js';
 import { Code, GrpcStatus } from '../common/codes.js';
 import {
   WireClientType,
@@ -159,28 +160,30 @@ export class Producer extends ClientBase {
       this.resendSettings();
     }
     return new Promise<SendReceipt>((resolve, reject) => {
-      const onAbort = () => {
-        entry.reject(abortReason(signal!));
-        entry.onAbort?.();
-      };
+      let unlisten: (() => void) | undefined;
       const entry: SendEntry = {
         message: prepared,
         settled: false,
-        abortable: signal !== undefined,
+        ...(signal ? { signal } : {}),
         resolve: (r) => {
           if (entry.settled) return;
           entry.settled = true;
-          signal?.removeEventListener('abort', onAbort);
+          unlisten?.();
           resolve(r);
         },
         reject: (err) => {
           if (entry.settled) return;
           entry.settled = true;
-          signal?.removeEventListener('abort', onAbort);
+          unlisten?.();
           reject(err);
         },
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // Not addEventListener: a caller's signal often outlives its sends (common/abort-listeners.ts).
+      if (signal)
+        unlisten = onAbort(signal, () => {
+          entry.reject(abortReason(signal));
+          entry.onAbort?.();
+        });
       // FIFO messages bypass batching: a batch retried after a partial failure could reorder them.
       // Transactional messages are sent alone and never retried (a retry would leave an orphan).
       if (this.batcher && !prepared.fifo && !prepared.transactional) this.batcher.add(entry);
@@ -292,6 +295,14 @@ export class Producer extends ClientBase {
     });
   }
 
+  /** A signal that aborts once every entry's caller has given up (none if some caller cannot). */
+  private requestSignal(entries: readonly SendEntry[]): AbortSignal | undefined {
+    if (!entries.some((e) => e.signal)) return undefined;
+    const call = new AbortController();
+    for (const e of entries) e.onAbort = () => entries.every((x) => x.settled) && call.abort();
+    return call.signal;
+  }
+
   /** Send `batch` (one topic) until every entry is settled: stored, refused, or out of attempts. */
   private async sendWithRetry(topic: string, batch: SendEntry[]): Promise<void> {
     const o = this.options;
@@ -303,10 +314,10 @@ export class Producer extends ClientBase {
       entries = entries.filter((e) => !e.settled);
       if (entries.length === 0) return;
       const failed = new Map<SendEntry, VelaClientError>();
-      // When every caller of this request has given up, the request itself is cancelled (only
-      // callers with a signal can give up: without one, no controller is needed).
-      const call = entries.some((e) => e.abortable) ? new AbortController() : undefined;
-      if (call) for (const e of entries) e.onAbort = () => entries.every((x) => x.settled) && call.abort();
+      // When every caller of this request has given up, the request itself is cancelled. Callers
+      // without a signal cannot give up; when every caller passed the same signal (an application's
+      // shutdown signal, say) the request takes that signal; otherwise a controller of its own.
+      const callSignal = sharedSignal(entries) ?? this.requestSignal(entries);
       try {
         const queue = await this.pickQueue(topic, attempt);
         const conn = this.connectionFor(queue.broker.endpoints);
@@ -324,7 +335,7 @@ export class Producer extends ClientBase {
         ) ?? { messages: entries.map((e) => wireOnQueue(e.message.wire, queue.id)) };
         const res = await conn.unary<SendResponse>('SendMessage', request, {
           timeoutMs: this.clientConfig.requestTimeoutMs,
-          ...(call ? { signal: call.signal } : {}),
+          ...(callSignal ? { signal: callSignal } : {}),
         });
         const results = res.entries ?? [];
         if (results.length !== entries.length) {
@@ -359,7 +370,7 @@ export class Producer extends ClientBase {
           for (const e of entries) e.reject(lastErrors.get(e) ?? err);
           return;
         }
-        if (call?.signal.aborted) return; // every caller aborted: each has its answer
+        if (callSignal?.aborted) return; // every caller aborted: each has its answer
         if (!(err instanceof VelaClientError)) {
           for (const e of entries) e.reject(err);
           return;
@@ -437,4 +448,12 @@ function writableByBroker(route: readonly MessageQueue[]): WritableQueues {
     list.push(q);
   }
   return { brokers: [...byBroker.keys()], queues: [...byBroker.values()] };
+}
+
+/** The signal every entry was sent with, if they all share one. */
+function sharedSignal(entries: readonly SendEntry[]): AbortSignal | undefined {
+  const first = entries[0]?.signal;
+  if (!first) return undefined;
+  for (let i = 1; i < entries.length; i++) if (entries[i]!.signal !== first) return undefined;
+  return first;
 }

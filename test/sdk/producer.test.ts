@@ -239,6 +239,47 @@ describe('Producer', () => {
     await p.close();
   });
 
+  test('abort in a batch: callers sharing one signal give up together; one without a signal still gets its receipt', async () => {
+    const t = await topic();
+    const p = use(
+      new Producer({ endpoints: proxy.endpoints, topics: [t], requestTimeoutMs: 500, batchLingerMs: 20 }),
+    );
+    await p.start();
+    // Three callers with one (application-wide) signal share a request; aborting it cancels the
+    // request at once, and nothing is sent again.
+    proxy.faults.push('hang');
+    const shutdown = new AbortController();
+    let before = proxy.sends.length;
+    const shared = [1, 2, 3].map((i) => p.send({ topic: t, body: `s${i}` }, { signal: shutdown.signal }));
+    await waitFor(() => proxy.sends.length > before, { what: 'the shared request to reach the broker' });
+    assert.equal(proxy.sends.at(-1)!.messageIds.length, 3, 'one request for the three');
+    const t0 = Date.now();
+    shutdown.abort();
+    for (const s of shared) await assert.rejects(s, { name: 'AbortError' });
+    assert.ok(Date.now() - t0 < 100);
+    assert.equal(proxy.sends.length - before, 1);
+
+    // A caller with a signal and one without share a request that hangs: the first gives up alone;
+    // the request is not cancelled for the second, which times out and is sent again.
+    proxy.faults.push('hang');
+    const mine = new AbortController();
+    before = proxy.sends.length;
+    const aborted = p.send({ topic: t, body: 'gives-up' }, { signal: mine.signal });
+    const patient = p.send({ topic: t, body: 'waits' });
+    await waitFor(() => proxy.sends.length > before, { what: 'the mixed request to reach the broker' });
+    assert.equal(proxy.sends.at(-1)!.messageIds.length, 2, 'one request for the two');
+    mine.abort();
+    await assert.rejects(aborted, { name: 'AbortError' });
+    const receipt = await patient;
+    const calls = callsFor(new Set([receipt.messageId]));
+    assert.deepEqual(
+      calls.map((c) => c.fault),
+      ['hang', 'forwarded'],
+    );
+    assert.equal((await b.running.broker.findMessageById(receipt.messageId, t)).length, 1);
+    await p.close();
+  });
+
   test('automatic batching: concurrent sends share requests, each caller gets its own receipt', async () => {
     const t = await topic();
     const p = use(new Producer({ endpoints: proxy.endpoints, topics: [t] }));

@@ -164,7 +164,7 @@ export class Producer extends ClientBase {
       const entry: SendEntry = {
         message: prepared,
         settled: false,
-        ...(signal ? { signal } : {}),
+        signal,
         resolve: (r) => {
           if (entry.settled) return;
           entry.settled = true;

@@ -15,8 +15,8 @@ export interface SendEntry {
   readonly message: PreparedMessage;
   /** Set once the caller has its answer (resolved, rejected, or aborted). */
   settled: boolean;
-  /** The caller's signal, if it can give up. */
-  readonly signal?: AbortSignal;
+  /** The caller's signal, if it can give up (always present, undefined or not: one hidden class). */
+  readonly signal: AbortSignal | undefined;
   resolve(receipt: SendReceipt): void;
   reject(err: unknown): void;
   /** Set by the sender while the entry is on the wire: called when the caller aborts. */

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { decode, encode, messagingMethods, type MethodCodec } from '../protocol/codec.js';
+import { PrefixedMessage } from '../protocol/transport/grpc-wire.js';
 import type { Endpoints, TelemetryCommand } from '../protocol/wire-types.js';
 import { abortReason, fromTransport } from './errors.js';
 import { endpointsKey } from './endpoints.js';
@@ -93,13 +94,19 @@ export class Connection {
    * A unary call; resolves with the decoded response, whatever its body status. `request` is the
    * request object, or its bytes when the caller encoded it (send-encoder.ts).
    */
-  async unary<Res>(name: string, request: object | Uint8Array, opts: CallOptions): Promise<Res> {
+  async unary<Res>(
+    name: string,
+    request: object | Uint8Array | PrefixedMessage,
+    opts: CallOptions,
+  ): Promise<Res> {
     const m = method(name);
     try {
       const bytes = await this.channel.unary(
         m.path,
         requestMetadata(this.identity),
-        request instanceof Uint8Array ? request : encode(m.requestType, request),
+        request instanceof Uint8Array || request instanceof PrefixedMessage
+          ? request
+          : encode(m.requestType, request),
         opts.timeoutMs,
         opts.signal,
       );
@@ -116,7 +123,7 @@ export class Connection {
   }
 
   /** A unary call with the request already encoded; resolves with the answer's bytes. */
-  async unaryBytes(name: string, request: Uint8Array, opts: CallOptions): Promise<Buffer> {
+  async unaryBytes(name: string, request: Uint8Array | PrefixedMessage, opts: CallOptions): Promise<Buffer> {
     const m = method(name);
     try {
       return await this.channel.unary(

@@ -6,6 +6,7 @@
  */
 import { Code } from '../common/codes.js';
 import { fromMillis, toMillis } from '../protocol/codec.js';
+import { PrefixedMessage } from '../protocol/transport/grpc-wire.js';
 import {
   WireFilterType,
   type FilterExpression as WireFilter,
@@ -106,7 +107,8 @@ export abstract class ConsumerBase extends ClientBase {
     this.subscriptions = c.subscriptions;
     this.groupRes = this.resource(c.group);
     this.acks = new AckBatcher(this.timers, async (conn, group, topic, entries) => {
-      const bytes = await conn.unaryBytes('AckMessage', encodeAckRequest(group, topic, entries), {
+      const request = new PrefixedMessage(encodeAckRequest(group, topic, entries, true));
+      const bytes = await conn.unaryBytes('AckMessage', request, {
         timeoutMs: this.clientConfig.requestTimeoutMs,
       });
       try {

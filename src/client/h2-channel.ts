@@ -30,6 +30,7 @@ import {
   inflate,
   LimitError,
   MessageReader,
+  PrefixedMessage,
   type RawMessage,
 } from '../protocol/transport/grpc-wire.js';
 
@@ -119,11 +120,11 @@ export class H2Channel {
     return this.closed;
   }
 
-  /** A unary call: the answer message's bytes. */
+  /** A unary call: the answer message's bytes. `request` is the message, or it already prefixed. */
   unary(
     path: string,
     headers: Headers,
-    request: Uint8Array,
+    request: Uint8Array | PrefixedMessage,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Buffer> {
@@ -387,7 +388,7 @@ export class H2Channel {
   private call(
     path: string,
     headers: Headers,
-    request: Uint8Array,
+    request: Uint8Array | PrefixedMessage,
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Promise<Buffer[]> {
@@ -412,7 +413,7 @@ export class H2Channel {
     session: Session,
     path: string,
     headers: Headers,
-    request: Uint8Array,
+    request: Uint8Array | PrefixedMessage,
     deadline: number,
     signal: AbortSignal | undefined,
   ): Promise<Buffer[]> {
@@ -456,7 +457,7 @@ export class H2Channel {
         this.untrack(session);
         finish(err, messages);
       });
-      stream.write(frameMessage(request), true);
+      stream.write(request instanceof PrefixedMessage ? request.bytes : frameMessage(request), true);
     });
   }
 }

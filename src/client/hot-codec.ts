@@ -12,6 +12,7 @@
  * against protobufjs.
  */
 import type { Resource, Status } from '../protocol/wire-types.js';
+import { prefixedBuffer } from '../protocol/transport/grpc-wire.js';
 import { vsize, writeVarint } from '../protocol/varint.js';
 
 // ---- reading ----------------------------------------------------------------------------------------
@@ -420,7 +421,13 @@ export interface AckEntry {
 }
 
 /** An AckMessageRequest, byte for byte as protobufjs encodes `{ group, topic, entries }`. */
-export function encodeAckRequest(group: Resource, topic: Resource, entries: readonly AckEntry[]): Buffer {
+export function encodeAckRequest(
+  group: Resource,
+  topic: Resource,
+  entries: readonly AckEntry[],
+  /** Start with the gRPC message prefix (`PrefixedMessage`). */
+  prefixed = false,
+): Buffer {
   const lens: number[] = [];
   const groupSize = resourceSize(group, lens);
   const topicSize = resourceSize(topic, lens);
@@ -436,8 +443,9 @@ export function encodeAckRequest(group: Resource, topic: Resource, entries: read
     entryLens[i * 3 + 2] = handle;
     size += 1 + vsize(n) + n;
   }
-  const out = Buffer.allocUnsafe(size);
-  let at = writeResource(out, 0, 10, group, groupSize, lens[0]!, lens[1]!);
+  const start = prefixed ? 5 : 0;
+  const out = prefixed ? prefixedBuffer(size) : Buffer.allocUnsafe(size);
+  let at = writeResource(out, start, 10, group, groupSize, lens[0]!, lens[1]!);
   at = writeResource(out, at, 18, topic, topicSize, lens[2]!, lens[3]!);
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
@@ -448,7 +456,7 @@ export function encodeAckRequest(group: Resource, topic: Resource, entries: read
     if (id) at = writeString(out, at, 10, e.messageId, id);
     if (handle) at = writeString(out, at, 18, e.receiptHandle, handle);
   }
-  if (at !== size) throw new Error(`AckMessage: wrote ${at} of ${size} bytes`);
+  if (at !== start + size) throw new Error(`AckMessage: wrote ${at - start} of ${size} bytes`);
   return out;
 }
 

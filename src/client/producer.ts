@@ -32,6 +32,7 @@ import { VelaClientError, abortReason, clientError, closedError, fromStatus, isO
 import { newMessageId } from './message-id.js';
 import { MessageView, prepareMessage, wireOnQueue, type Message, type SendReceipt } from './message.js';
 import { encodeSendRequest } from './send-encoder.js';
+import { PrefixedMessage } from '../protocol/transport/grpc-wire.js';
 import { Transaction, type TransactionResolution } from './transaction.js';
 import type { Connection } from './connection.js';
 import { SendBatcher, type SendEntry } from './send-batcher.js';
@@ -328,11 +329,16 @@ export class Producer extends ClientBase {
             this.closeSignal.signal,
           );
         }
-        // Written by hand, or (a message it cannot write as protobufjs would) by protobufjs.
-        const request = encodeSendRequest(
+        // Written by hand (after its gRPC prefix), or (a message it cannot write as protobufjs would)
+        // by protobufjs.
+        const bytes = encodeSendRequest(
           entries.map((e) => e.message.wire),
           queue.id,
-        ) ?? { messages: entries.map((e) => wireOnQueue(e.message.wire, queue.id)) };
+          true,
+        );
+        const request = bytes
+          ? new PrefixedMessage(bytes)
+          : { messages: entries.map((e) => wireOnQueue(e.message.wire, queue.id)) };
         const res = await conn.unary<SendResponse>('SendMessage', request, {
           timeoutMs: this.clientConfig.requestTimeoutMs,
           ...(callSignal ? { signal: callSignal } : {}),

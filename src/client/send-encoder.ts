@@ -14,6 +14,7 @@
  * caller encodes that request with protobufjs.
  */
 import type { PbTimestamp } from '../protocol/codec.js';
+import { prefixedBuffer } from '../protocol/transport/grpc-wire.js';
 import { vsize, writeVarint } from '../protocol/varint.js';
 import type { Resource, WireMessage } from '../protocol/wire-types.js';
 import { utf8Length, writeString } from './hot-codec.js';
@@ -203,9 +204,14 @@ function writeMessage(out: Buffer, p: number, w: WireMessage, queueId: number): 
 
 /**
  * A SendMessageRequest carrying `wires` (as `prepareMessage` made them) addressed to queue `queueId`;
- * undefined when one of them needs protobufjs (see the module's comment).
+ * undefined when one of them needs protobufjs (see the module's comment). With `prefixed`, the bytes
+ * start with the gRPC message prefix (`PrefixedMessage`).
  */
-export function encodeSendRequest(wires: readonly WireMessage[], queueId: number): Buffer | undefined {
+export function encodeSendRequest(
+  wires: readonly WireMessage[],
+  queueId: number,
+  prefixed = false,
+): Buffer | undefined {
   if (queueId < 0 || !Number.isInteger(queueId) || queueId > 0x7fffffff) return undefined;
   count = 0;
   let size = 0;
@@ -214,11 +220,12 @@ export function encodeSendRequest(wires: readonly WireMessage[], queueId: number
     if (m < 0) return undefined;
     size += 1 + nested(m);
   }
-  const out = Buffer.allocUnsafe(size);
+  const start = prefixed ? 5 : 0;
+  const out = prefixed ? prefixedBuffer(size) : Buffer.allocUnsafe(size);
   at = 0;
-  let p = 0;
+  let p = start;
   for (const w of wires) p = writeMessage(out, p, w, queueId);
-  if (p !== size || at !== count) throw new Error(`SendMessage: wrote ${p} of ${size} bytes`);
+  if (p !== start + size || at !== count) throw new Error(`SendMessage: wrote ${p - start} of ${size} bytes`);
   if (lens.length > 65_536 && count < 4096) lens = []; // a huge batch has passed
   return out;
 }

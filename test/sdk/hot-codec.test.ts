@@ -14,6 +14,7 @@ import {
   encodeAckRequest,
 } from '../../src/client/hot-codec.js';
 import { MessageView } from '../../src/client/message.js';
+import { frameMessage } from '../../src/protocol/transport/grpc-wire.js';
 import type { WireMessage } from '../../src/protocol/wire-types.js';
 import type { BrokerMessage } from '../../src/broker/message.js';
 
@@ -196,6 +197,7 @@ test('AckMessage requests are byte for byte what protobufjs writes', () => {
       }),
     );
     assert.deepEqual(encodeAckRequest(c.group, c.topic, c.entries), want);
+    assert.deepEqual(encodeAckRequest(c.group, c.topic, c.entries, true), frameMessage(want), 'prefixed');
   }
 });
 

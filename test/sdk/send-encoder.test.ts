@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { encode, messagingMethods } from '../../src/protocol/codec.js';
 import { prepareMessage, wireOnQueue, type Message } from '../../src/client/message.js';
 import { encodeSendRequest } from '../../src/client/send-encoder.js';
+import { frameMessage } from '../../src/protocol/transport/grpc-wire.js';
 import type { WireMessage } from '../../src/protocol/wire-types.js';
 
 const sendRequest = messagingMethods().get('SendMessage')!.requestType;
@@ -59,6 +60,8 @@ test('SendMessage requests are the bytes protobufjs writes, for every kind of me
     const mine = encodeSendRequest(wires, queueId);
     assert.ok(mine, name);
     assert.deepEqual(mine, viaProtobufjs(wires, queueId), name);
+    // Prefixed: the same bytes after the gRPC message prefix, as frameMessage would write them.
+    assert.deepEqual(encodeSendRequest(wires, queueId, true), frameMessage(mine), `${name}, prefixed`);
   }
 });
 

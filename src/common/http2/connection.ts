@@ -90,7 +90,10 @@ const CONNECTION_SPECIFIC = new Set([
 const REQUEST_PSEUDO = new Set([':method', ':scheme', ':path', ':authority']);
 /** Resets by the peer allowed per second before the connection is closed (rapid-reset floods). */
 const MAX_RESETS_PER_SECOND = 5_000;
-/** Frames written in one turn are joined into one buffer up to this size (else one writev). */
+/**
+ * Frames written in one turn are joined into one buffer up to this size when none of them is large
+ * (else one writev, large chunks as they are).
+ */
 const JOIN_BYTES = 16 * 1024;
 /** In a writev, a chunk this large goes as it is; smaller ones are joined. */
 const LARGE_CHUNK = 4 * 1024;
@@ -142,6 +145,8 @@ export class H2Connection {
   // output
   private out: Buffer[] = [];
   private outBytes = 0;
+  /** A chunk of LARGE_CHUNK or more is in `out`: it is written as it is, not copied into a join. */
+  private outLarge = false;
   private flushScheduled = false;
   /** Run at the start of the next flush, so what they write goes out in the same write (`beforeFlush`). */
   private preFlush: (() => void)[] = [];
@@ -275,6 +280,7 @@ export class H2Connection {
     if (this.dead) return;
     this.out.push(buf);
     this.outBytes += buf.length;
+    if (buf.length >= LARGE_CHUNK) this.outLarge = true;
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       process.nextTick(this.flush);
@@ -320,15 +326,17 @@ export class H2Connection {
     this.flushScheduled = false;
     const out = this.out;
     const bytes = this.outBytes;
+    const large = this.outLarge;
     if (out.length === 0) return;
     this.out = [];
     this.outBytes = 0;
+    this.outLarge = false;
     if (this.socket.destroyed) return;
     if (out.length === 1) {
       this.socket.write(out[0]!);
       return;
     }
-    if (bytes <= JOIN_BYTES) {
+    if (bytes <= JOIN_BYTES && !large) {
       this.socket.write(Buffer.concat(out, bytes));
       return;
     }

@@ -49,6 +49,22 @@ export function frameMessage(payload: Uint8Array): Buffer {
   return out;
 }
 
+/**
+ * A message its encoder wrote after its 5-byte prefix (`prefixedBuffer`), sent as it is: one copy
+ * of the bytes fewer than `frameMessage` makes (each copy is garbage the collector must account for).
+ */
+export class PrefixedMessage {
+  constructor(readonly bytes: Buffer) {}
+}
+
+/** A buffer for a message of `size` bytes, its prefix (uncompressed, `size`) written; the message goes from byte 5. */
+export function prefixedBuffer(size: number): Buffer {
+  const out = Buffer.allocUnsafe(5 + size);
+  out[0] = 0;
+  out.writeUInt32BE(size, 1);
+  return out;
+}
+
 /** Several messages, each with its prefix, in one buffer: one write, as few DATA frames as fit. */
 export function frameMessages(payloads: readonly Uint8Array[]): Buffer {
   let total = 0;

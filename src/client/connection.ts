@@ -92,7 +92,8 @@ export class Connection {
 
   /**
    * A unary call; resolves with the decoded response, whatever its body status. `request` is the
-   * request object, or its bytes when the caller encoded it (send-encoder.ts).
+   * request object, or its bytes when the caller encoded it (send-encoder.ts), after their gRPC
+   * prefix or not (`PrefixedMessage`).
    */
   async unary<Res>(
     name: string,

@@ -16,6 +16,7 @@
  */
 import { onAbort } from '../common/abort-listeners.js';
 import { Code, GrpcStatus } from '../common/codes.js';
+import { PrefixedMessage } from '../protocol/transport/grpc-wire.js';
 import {
   WireClientType,
   WirePermission,
@@ -32,7 +33,6 @@ import { VelaClientError, abortReason, clientError, closedError, fromStatus, isO
 import { newMessageId } from './message-id.js';
 import { MessageView, prepareMessage, wireOnQueue, type Message, type SendReceipt } from './message.js';
 import { encodeSendRequest } from './send-encoder.js';
-import { PrefixedMessage } from '../protocol/transport/grpc-wire.js';
 import { Transaction, type TransactionResolution } from './transaction.js';
 import type { Connection } from './connection.js';
 import { SendBatcher, type SendEntry } from './send-batcher.js';

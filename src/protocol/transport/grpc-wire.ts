@@ -42,9 +42,7 @@ export class LimitError extends Error {
 
 /** One message with its 5-byte prefix (uncompressed). */
 export function frameMessage(payload: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + payload.length);
-  out[0] = 0;
-  out.writeUInt32BE(payload.length, 1);
+  const out = prefixedBuffer(payload.length);
   out.set(payload, 5);
   return out;
 }

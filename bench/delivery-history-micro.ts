@@ -8,7 +8,7 @@
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { DeliveryHistory as History } from '../src/broker/delivery-history.js';
+import type { DeliveredSlot, DeliveryHistory as History } from '../src/broker/delivery-history.js';
 
 const modPath = process.argv[2]
   ? resolve(process.argv[2])
@@ -30,25 +30,20 @@ const run = () => {
   const ids = Array.from({ length: N }, (_, i) => `7F0000010001${(i + 1e9).toString(16).toUpperCase()}0000`);
   const t0 = performance.now();
   gcMs = 0;
+  // The consumption state's deliveries in flight, each settled INFLIGHT deliveries later.
+  const open: DeliveredSlot[] = [];
   for (let i = 0; i < N; i++) {
-    const slot = { source: 0, queueId: i & 7, offset: i >> 3 };
-    h.delivered(ids[i]!, 'group-A', 'topic-A', slot, {
-      group: 'group-A',
-      topic: 'topic-A',
-      messageId: ids[i]!,
+    const slot = {
+      source: 0,
+      queueId: i & 7,
+      offset: i >> 3,
+      historySeq: -1,
       attempt: 1,
       clientId: 'client-1',
-      via: 'POP',
-      retry: false,
-      queueId: slot.queueId,
-      queueOffset: slot.offset,
-      at: i,
-      outcome: 'IN_FLIGHT',
-    });
-    if (i >= INFLIGHT) {
-      const j = i - INFLIGHT;
-      h.settled('group-A', 'topic-A', [{ source: 0, queueId: j & 7, offset: j >> 3 }], 'ACKED', i);
-    }
+    };
+    h.delivered(ids[i]!, ids[i]!, 'group-A', 'topic-A', slot, i);
+    open[i % INFLIGHT] = slot;
+    if (i >= INFLIGHT - 1) h.settled([open[(i + 1) % INFLIGHT]!], 'ACKED', i);
   }
   return performance.now() - t0;
 };

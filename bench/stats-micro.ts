@@ -38,6 +38,7 @@ const slots = Array.from({ length: 1024 }, (_, i) => ({
   offset: i,
   attempt: 1,
   clientId: 'c1',
+  historySeq: -1,
 }));
 time('delivery observed, never settled (the history fills up)', (i) => {
   const s = slots[i & 1023]!;

@@ -5,14 +5,15 @@
  */
 import type { StoredMessage } from '../store/index.js';
 import type { BrokerStats } from './stats.js';
-import type { DeliveryHistory, DeliveryNext, DeliveryOutcome, DeliverySlot } from './delivery-history.js';
+import type {
+  DeliveredSlot,
+  DeliveryHistory,
+  DeliveryNext,
+  DeliveryOutcome,
+  DeliverySlot,
+} from './delivery-history.js';
+export type { DeliveredSlot };
 import { originIdOf } from './consume/retry-records.js';
-
-/** A delivery as the consume service hands it out. */
-export interface DeliveredSlot extends DeliverySlot {
-  attempt: number;
-  clientId: string;
-}
 
 export interface ConsumeObserver {
   /** A message went to a push or simple consumer (`message` as the client sees it). */
@@ -48,32 +49,18 @@ export class ConsumptionObserver implements ConsumeObserver, PullObserver {
   ) {}
 
   delivered(group: string, topic: string, d: DeliveredSlot, m: StoredMessage): void {
-    const retry = d.source === 1;
-    this.stats.delivered(group, topic, retry, 1, m.body.length);
-    if (!this.history.enabled) return;
-    this.history.delivered(originIdOf(m), group, topic, d, {
-      group,
-      topic,
-      messageId: m.messageId,
-      attempt: d.attempt,
-      clientId: d.clientId,
-      via: 'POP',
-      retry,
-      queueId: d.queueId,
-      queueOffset: d.offset,
-      at: this.now(),
-      outcome: 'IN_FLIGHT',
-    });
+    this.stats.delivered(group, topic, d.source === 1, 1, m.body.length);
+    if (this.history.enabled) this.history.delivered(originIdOf(m), m.messageId, group, topic, d, this.now());
   }
 
   settled(
-    group: string,
-    topic: string,
+    _group: string,
+    _topic: string,
     slots: readonly DeliverySlot[],
     outcome: DeliveryOutcome,
     next?: DeliveryNext,
   ): void {
-    this.history.settled(group, topic, slots, outcome, this.now(), next);
+    this.history.settled(slots, outcome, this.now(), next);
   }
 
   deadLettered(group: string, topic: string, count: number): void {

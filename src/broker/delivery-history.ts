@@ -11,23 +11,33 @@
  * (bench/broker-cpu.ts). The columns are allocated whole up front, and message ids in RocketMQ's
  * form (upper-case hex) are kept as bytes: a string kept per delivery would outlive the young
  * generation and fill the old one, whose collections are the broker's longest pauses. A delivery
- * in flight also has an entry in a map of the deliveries not yet settled (as large as what is in
- * flight); finding a message's deliveries scans the ring, which only the console does. Nothing here is persisted: after a restart the history starts empty.
+ * in flight carries the sequence number of its record (`historySeq` of the consumption state's
+ * delivery), so its outcome finds the record without a lookup structure; finding a message's
+ * deliveries scans the ring, which only the console does. Nothing here is persisted: after a restart
+ * the history starts empty.
  */
 
 import type { DeliveryNext, DeliveryOutcome, DeliveryRecord } from '../common/admin-api.js';
 export type { DeliveryNext, DeliveryOutcome, DeliveryRecord };
 
-/** Where a delivery is kept by the consumption state (its source, queue and offset). */
+/** A delivery of the consumption state, as the history sees it. */
 export interface DeliverySlot {
   /** 1: the group's retry topic. */
   source: number;
   queueId: number;
   offset: number;
+  /**
+   * The sequence number of the history's record of this delivery while it is open (set by
+   * `delivered`); -1 when the history holds none (cleared by `settled`, never set after a restart).
+   */
+  historySeq: number;
 }
 
-/** A queue (of the topic, or of the retry topic) as one small integer: no string built per delivery. */
-const queueKey = (d: DeliverySlot) => d.queueId * 2 + (d.source & 1);
+/** A delivery being handed out. */
+export interface DeliveredSlot extends DeliverySlot {
+  attempt: number;
+  clientId: string;
+}
 
 const OUTCOMES: readonly DeliveryOutcome[] = [
   'IN_FLIGHT',
@@ -42,6 +52,10 @@ const OUTCOMES: readonly DeliveryOutcome[] = [
 const NEXTS: readonly (DeliveryNext | undefined)[] = [undefined, 'RETRY', 'FIFO_RETRY', 'DLQ'];
 const VIAS: readonly DeliveryRecord['via'][] = ['POP', 'PULL', 'ADMIN'];
 const code = <T>(table: readonly T[], v: T): number => table.indexOf(v);
+const VIA_POP = code(VIAS, 'POP');
+/** Flag bits: a delivery of the retry topic; a POP delivery not yet settled. */
+const RETRY = 1 << 8;
+const OPEN = 1 << 9;
 
 /** Longest message id kept as bytes (hex digits); RocketMQ's ids have 32 (Remoting) or 34 (5.x). */
 const MAX_HEX_ID = 40;
@@ -49,9 +63,6 @@ const HEX = '0123456789ABCDEF';
 /** Upper-case hex digit → its value; -1 for anything else. */
 const HEX_VALUE = new Int8Array(128).fill(-1);
 for (let i = 0; i < 16; i++) HEX_VALUE[HEX.charCodeAt(i)] = i;
-
-/** Open deliveries of one (group, topic): queue key → offset → the sequence number of its record. */
-type OpenSlots = Map<number, Map<number, number>>;
 
 export class DeliveryHistory {
   /** Sequence number of the next record; record `seq` lives in slot `seq % capacity`. */
@@ -74,11 +85,6 @@ export class DeliveryHistory {
   private readonly settledAt: Float64Array;
   /** outcome | next << 4 | via << 6 | retry << 8 | open << 9 */
   private readonly flags: Uint16Array;
-  /** Where each slot's POP delivery is open (its queue key and offset in the open map). */
-  private readonly queueKeys: Int32Array;
-  private readonly offsets: Float64Array;
-  /** Deliveries not yet settled, by group, topic, queue and offset, to attach their outcome. */
-  private readonly open = new Map<string, Map<string, OpenSlots>>();
 
   constructor(
     /** Deliveries remembered; 0 turns the history off. */
@@ -98,8 +104,6 @@ export class DeliveryHistory {
     this.at = new Float64Array(capacity);
     this.settledAt = new Float64Array(capacity);
     this.flags = new Uint16Array(capacity);
-    this.queueKeys = new Int32Array(capacity);
-    this.offsets = new Float64Array(capacity);
   }
 
   get enabled(): boolean {
@@ -111,21 +115,33 @@ export class DeliveryHistory {
     return Math.min(this.next, this.capacity);
   }
 
-  /** A message was handed to a consumer (POP). */
-  delivered(originId: string, group: string, topic: string, slot: DeliverySlot, rec: DeliveryRecord): void {
+  /**
+   * A message was handed to a push or simple consumer (POP): `slot` is the consumption state's
+   * delivery, which keeps the record's sequence number until `settled`.
+   */
+  delivered(
+    originId: string,
+    messageId: string,
+    group: string,
+    topic: string,
+    slot: DeliveredSlot,
+    at: number,
+  ): void {
     if (!this.enabled) return;
-    let byTopic = this.open.get(group);
-    if (!byTopic) this.open.set(group, (byTopic = new Map()));
-    let byQueue = byTopic.get(topic);
-    if (!byQueue) byTopic.set(topic, (byQueue = new Map()));
-    const q = queueKey(slot);
-    let slots = byQueue.get(q);
-    if (!slots) byQueue.set(q, (slots = new Map()));
-    const i = this.add(originId, rec);
-    this.flags[i]! |= 1 << 9;
-    this.queueKeys[i] = q;
-    this.offsets[i] = slot.offset;
-    slots.set(slot.offset, this.seq[i]!);
+    const i = this.next % this.capacity;
+    this.seq[i] = this.next++;
+    this.origin[i] = originId === messageId ? undefined : originId;
+    this.group[i] = group;
+    this.topic[i] = topic;
+    this.keepId(i, messageId);
+    this.clientId[i] = slot.clientId;
+    this.attempt[i] = slot.attempt;
+    this.queueId[i] = slot.queueId;
+    this.queueOffset[i] = slot.offset;
+    this.at[i] = at;
+    this.settledAt[i] = 0;
+    this.flags[i] = OPEN | (VIA_POP << 6) | (slot.source === 1 ? RETRY : 0); // outcome IN_FLIGHT
+    slot.historySeq = this.seq[i]!;
   }
 
   /** Messages read by a pull consumer, or an operator's action on a message. */
@@ -134,28 +150,19 @@ export class DeliveryHistory {
   }
 
   /** POP deliveries ended: how, and what follows. */
-  settled(
-    group: string,
-    topic: string,
-    slots: readonly DeliverySlot[],
-    outcome: DeliveryOutcome,
-    at: number,
-    next?: DeliveryNext,
-  ): void {
-    const byQueue = this.open.get(group)?.get(topic);
-    if (!byQueue) return;
+  settled(slots: readonly DeliverySlot[], outcome: DeliveryOutcome, at: number, next?: DeliveryNext): void {
+    if (!this.enabled) return;
     const o = code(OUTCOMES, outcome);
     const n = next ? code(NEXTS, next) : 0;
     for (const d of slots) {
-      const open = byQueue.get(queueKey(d));
-      const seq = open?.get(d.offset);
-      if (seq === undefined) continue;
-      open!.delete(d.offset);
+      const seq = d.historySeq;
+      if (seq < 0) continue;
+      d.historySeq = -1;
       const i = seq % this.capacity;
-      if (this.seq[i] !== seq) continue; // overwritten meanwhile
       const f = this.flags[i]!;
+      if (this.seq[i] !== seq || (f & OPEN) === 0) continue; // overwritten meanwhile
       // Keep via and retry, set the outcome, keep an earlier `next` unless a new one is given; no longer open.
-      this.flags[i] = (f & ((0b11 << 6) | (1 << 8))) | o | ((n || (f >> 4) & 0b11) << 4);
+      this.flags[i] = (f & ((0b11 << 6) | RETRY)) | o | ((n || (f >> 4) & 0b11) << 4);
       this.settledAt[i] = at;
     }
   }
@@ -175,8 +182,7 @@ export class DeliveryHistory {
   /** Deliveries in flight that the history still remembers. */
   get openCount(): number {
     let n = 0;
-    for (const byTopic of this.open.values())
-      for (const byQueue of byTopic.values()) for (const slots of byQueue.values()) n += slots.size;
+    for (let i = 0; i < this.size; i++) if (this.flags[i]! & OPEN) n++;
     return n;
   }
 
@@ -191,7 +197,7 @@ export class DeliveryHistory {
       attempt: this.attempt[i]!,
       clientId: this.clientId[i]!,
       via: VIAS[(f >> 6) & 0b11]!,
-      retry: (f & (1 << 8)) !== 0,
+      retry: (f & RETRY) !== 0,
       queueId: this.queueId[i]!,
       queueOffset: this.queueOffset[i]!,
       at: this.at[i]!,
@@ -201,10 +207,9 @@ export class DeliveryHistory {
     };
   }
 
-  /** Store a record in the next slot, forgetting the oldest (and its open entry). */
+  /** Store a record in the next slot, forgetting the oldest. */
   private add(origin: string, rec: DeliveryRecord): number {
     const i = this.next % this.capacity;
-    if (this.next >= this.capacity && this.flags[i]! & (1 << 9)) this.forgetOpen(i);
     this.seq[i] = this.next++;
     this.origin[i] = origin === rec.messageId ? undefined : origin;
     this.group[i] = rec.group;
@@ -220,7 +225,7 @@ export class DeliveryHistory {
       code(OUTCOMES, rec.outcome) |
       ((rec.next ? code(NEXTS, rec.next) : 0) << 4) |
       (code(VIAS, rec.via) << 6) |
-      ((rec.retry ? 1 : 0) << 8);
+      (rec.retry ? RETRY : 0);
     return i;
   }
 
@@ -271,11 +276,5 @@ export class DeliveryHistory {
     return Buffer.from(this.idBytes.buffer, this.idBytes.byteOffset + at, n / 2)
       .toString('hex')
       .toUpperCase();
-  }
-
-  /** The slot's delivery leaves the ring while still open: drop it from the open map. */
-  private forgetOpen(i: number): void {
-    const slots = this.open.get(this.group[i]!)?.get(this.topic[i]!)?.get(this.queueKeys[i]!);
-    if (slots?.get(this.offsets[i]!) === this.seq[i]) slots!.delete(this.offsets[i]!);
   }
 }

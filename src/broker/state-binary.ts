@@ -241,6 +241,7 @@ export function decodeBinaryRecord(buf: Buffer): StateRecord {
         clientId: r.str(),
         state,
         fifoKey: r.str(),
+        historySeq: -1,
       };
     }
     const fifoLows = r.lows();

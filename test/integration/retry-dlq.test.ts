@@ -91,6 +91,15 @@ test('push retry: the policy is enforced over 0 ms nacks, attempts count, new id
   }
   assert.equal(new Set(ids).size, 3, 'every retry is a new message id');
   assert.equal((await pushReceive(client, group, topic, 800)).length, 0, 'no fourth delivery');
+  // The console's delivery history, found by the original id: each attempt, how it ended, what came next.
+  assert.deepEqual(
+    running.broker.deliveries.of('P1').map((d) => [d.attempt, d.retry, d.outcome, d.next]),
+    [
+      [1, false, 'NACKED', 'RETRY'],
+      [2, true, 'NACKED', 'RETRY'],
+      [3, true, 'NACKED', 'DLQ'],
+    ],
+  );
 
   const dlq = `%DLQ%${group}`;
   assert.ok(running.broker.topics.get(dlq), 'the DLQ topic is created on demand');
@@ -129,6 +138,14 @@ test('simple consumer: retry after the invisible time, after changeInvisibleDura
     dlq.messages.map((m) => [m.messageId, m.reconsumeTimes]),
     [['S1', 2]],
   );
+  assert.deepEqual(
+    running.broker.deliveries.of('S1').map((d) => [d.attempt, d.outcome, d.next]),
+    [
+      [1, 'EXPIRED', 'RETRY'],
+      [2, 'EXPIRED', 'DLQ'],
+    ],
+    'a changed invisible time leaves the delivery open until it ends',
+  );
 });
 
 test('ForwardMessageToDeadLetterQueue moves a delivery to the DLQ and settles it', async () => {
@@ -151,6 +168,11 @@ test('ForwardMessageToDeadLetterQueue moves a delivery to the DLQ and settles it
   assert.deepEqual(
     (await running.broker.deadLetters(group)).messages.map((m) => m.messageId),
     ['F1'],
+  );
+  assert.deepEqual(
+    running.broker.deliveries.of('F1').map((d) => [d.attempt, d.outcome, d.next]),
+    [[1, 'FORWARDED_TO_DLQ', 'DLQ']],
+    'the refused ack left the forwarded delivery as it was',
   );
   const bad = await client.unary('ForwardMessageToDeadLetterQueue', {
     group: { name: group },

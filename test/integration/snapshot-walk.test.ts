@@ -94,6 +94,7 @@ test('the walked form decodes to the same state; a state with no deliveries keep
     clientId: `c${offset % 5}`,
     state: 0 as const,
     fifoKey: '',
+    historySeq: -1,
   });
   const entries = [
     {

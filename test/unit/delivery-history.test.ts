@@ -1,7 +1,11 @@
 /** The delivery history stays within its bounds and attaches each outcome to its own delivery. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DeliveryHistory, type DeliveryRecord } from '../../src/broker/delivery-history.js';
+import {
+  DeliveryHistory,
+  type DeliveredSlot,
+  type DeliveryRecord,
+} from '../../src/broker/delivery-history.js';
 
 const rec = (over: Partial<DeliveryRecord> = {}): DeliveryRecord => ({
   group: 'G',
@@ -18,26 +22,40 @@ const rec = (over: Partial<DeliveryRecord> = {}): DeliveryRecord => ({
   ...over,
 });
 
+/** A delivery of the consumption state, as pop.ts hands it out. */
+const slot = (
+  source: number,
+  queueId: number,
+  offset: number,
+  attempt = 1,
+  clientId = 'c1',
+): DeliveredSlot => ({
+  source,
+  queueId,
+  offset,
+  historySeq: -1,
+  attempt,
+  clientId,
+});
+
 test('outcomes go to the delivery they belong to, with what follows', () => {
   const h = new DeliveryHistory(10);
-  h.delivered('A', 'G', 'T', { source: 0, queueId: 0, offset: 5 }, rec({ queueOffset: 5 }));
-  h.delivered('B', 'G', 'T', { source: 0, queueId: 0, offset: 6 }, rec({ queueOffset: 6 }));
-  h.settled('G', 'T', [{ source: 0, queueId: 0, offset: 6 }], 'ACKED', 10);
-  h.settled('G', 'T', [{ source: 0, queueId: 0, offset: 5 }], 'EXPIRED', 11, 'RETRY');
+  const a = slot(0, 0, 5);
+  const b = slot(0, 0, 6);
+  h.delivered('A', 'M', 'G', 'T', a, 1);
+  h.delivered('B', 'M', 'G', 'T', b, 1);
+  h.settled([b], 'ACKED', 10);
+  h.settled([a], 'EXPIRED', 11, 'RETRY');
+  assert.equal(a.historySeq, -1, 'a settled delivery no longer points at its record');
   // The retry is another stored message (retry topic, queue 1) of the same original id.
-  h.delivered(
-    'A',
-    'G',
-    'T',
-    { source: 1, queueId: 1, offset: 0 },
-    rec({ attempt: 2, retry: true, queueId: 1 }),
-  );
-  h.settled('G', 'T', [{ source: 1, queueId: 1, offset: 0 }], 'ACKED', 12);
+  const retry = slot(1, 1, 0, 2);
+  h.delivered('A', 'M', 'G', 'T', retry, 1);
+  h.settled([retry], 'ACKED', 12);
   assert.deepEqual(
-    h.of('A').map((r) => [r.attempt, r.outcome, r.next, r.settledAt]),
+    h.of('A').map((r) => [r.attempt, r.outcome, r.next, r.settledAt, r.retry, r.queueId]),
     [
-      [1, 'EXPIRED', 'RETRY', 11],
-      [2, 'ACKED', undefined, 12],
+      [1, 'EXPIRED', 'RETRY', 11, false, 0],
+      [2, 'ACKED', undefined, 12, true, 1],
     ],
   );
   assert.deepEqual(h.of('B'), [{ ...rec({ queueOffset: 6 }), outcome: 'ACKED', settledAt: 10 }]);
@@ -45,35 +63,65 @@ test('outcomes go to the delivery they belong to, with what follows', () => {
   assert.deepEqual(h.of('P'), [
     rec({ via: 'PULL', retry: true, clientId: 'c2', outcome: 'PULLED', queueId: 3, at: 7 }),
   ]);
-  // A settle for a delivery it does not know changes nothing.
-  h.settled('G', 'T', [{ source: 0, queueId: 3, offset: 9 }], 'ACKED', 13);
+  // Settling again, or a delivery the history never saw (restored after a restart), changes nothing.
+  h.settled([b], 'NACKED', 13);
+  h.settled([slot(0, 3, 9)], 'ACKED', 13);
+  assert.equal(h.of('B')[0]!.outcome, 'ACKED');
   assert.equal(h.of('nope').length, 0);
+  // A FIFO delivery handed out again (the same delivery of the state) opens a new record; the first
+  // attempt keeps the outcome it was settled with.
+  const fifo = slot(0, 2, 0);
+  h.delivered('F', 'F', 'G', 'T', fifo, 20);
+  h.settled([fifo], 'NACKED', 21, 'FIFO_RETRY');
+  fifo.attempt = 2;
+  h.delivered('F', 'F', 'G', 'T', fifo, 22);
+  assert.deepEqual(
+    h.of('F').map((r) => [r.attempt, r.outcome, r.next]),
+    [
+      [1, 'NACKED', 'FIFO_RETRY'],
+      [2, 'IN_FLIGHT', undefined],
+    ],
+  );
+  assert.equal(h.openCount, 1);
 });
 
-test('bounded: the oldest deliveries are forgotten, with their open entries', () => {
+test('bounded: the oldest deliveries are forgotten, and their outcomes with them', () => {
   const h = new DeliveryHistory(100);
+  const slots: DeliveredSlot[] = [];
   for (let i = 0; i < 1000; i++) {
-    h.delivered(`m${i}`, 'G', 'T', { source: 0, queueId: 0, offset: i }, rec({ queueOffset: i }));
+    slots.push(slot(0, 0, i));
+    h.delivered(`m${i}`, `m${i}`, 'G', 'T', slots[i]!, 1);
   }
   assert.equal(h.size, 100);
   assert.equal(h.of('m899').length, 0);
   assert.equal(h.of('m900').length, 1);
   assert.equal(h.of('m999').length, 1);
   assert.equal(h.openCount, 100);
-  // A forgotten delivery leaves nothing behind to settle.
-  h.settled('G', 'T', [{ source: 0, queueId: 0, offset: 0 }], 'ACKED', 5);
+  // A forgotten delivery leaves nothing behind to settle: its slot of the ring holds another record.
+  h.settled([slots[0]!, slots[850]!], 'ACKED', 5);
   assert.equal(h.openCount, 100);
+  assert.ok(h.of('m900')[0]!.outcome === 'IN_FLIGHT' && h.of('m950')[0]!.outcome === 'IN_FLIGHT');
   for (let a = 1; a <= 10; a++) h.noted('m999', rec({ attempt: a, via: 'PULL', outcome: 'PULLED' }));
   assert.deepEqual(
     h.of('m999').map((r) => r.attempt),
     [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
   );
   assert.equal(h.openCount, 90, 'the ten oldest open deliveries were overwritten');
+  // Settling one of them now (its record gone) leaves the record that took its place alone.
+  h.settled([slots[905]!], 'ACKED', 6);
+  assert.equal(h.openCount, 90);
+  assert.deepEqual(
+    h.of('m999').map((r) => r.outcome),
+    ['IN_FLIGHT', ...Array<string>(10).fill('PULLED')],
+  );
   // Turned off: nothing is kept.
   const off = new DeliveryHistory(0);
-  off.delivered('x', 'G', 'T', { source: 0, queueId: 0, offset: 0 }, rec());
+  const s = slot(0, 0, 0);
+  off.delivered('x', 'x', 'G', 'T', s, 1);
+  off.settled([s], 'ACKED', 2);
   assert.equal(off.size, 0);
   assert.equal(off.of('x').length, 0);
+  assert.equal(s.historySeq, -1);
 });
 
 test('message ids of every form come back as they went in (hex ids are kept as bytes)', () => {
@@ -90,17 +138,9 @@ test('message ids of every form come back as they went in (hex ids are kept as b
     '', // empty
   ];
   const h = new DeliveryHistory(64);
-  ids.forEach((id, i) =>
-    h.delivered(id, 'G', 'T', { source: 0, queueId: 0, offset: i }, rec({ messageId: id, queueOffset: i })),
-  );
+  ids.forEach((id, i) => h.delivered(id, id, 'G', 'T', slot(0, 0, i), 1));
   // A retry: another message id, found by the original one.
-  h.delivered(
-    ids[0]!,
-    'G',
-    'T',
-    { source: 1, queueId: 0, offset: 0 },
-    rec({ messageId: ids[1]!, attempt: 2 }),
-  );
+  h.delivered(ids[0]!, ids[1]!, 'G', 'T', slot(1, 0, 0, 2), 1);
   ids.forEach((id, i) => {
     const found = h.of(id);
     const expected = i === 0 ? 2 : 1;
@@ -113,7 +153,7 @@ test('message ids of every form come back as they went in (hex ids are kept as b
   // Ring slots are reused: an id kept as bytes is replaced by one kept as a string and back.
   for (let i = 0; i < 128; i++) {
     const id = i % 2 === 0 ? `X-${i}` : `${i.toString(16).toUpperCase().padStart(2, '0')}00FF`;
-    h.delivered(id, 'G', 'T', { source: 0, queueId: 1, offset: i }, rec({ messageId: id }));
+    h.delivered(id, id, 'G', 'T', slot(0, 1, i), 1);
   }
   assert.equal(h.of('X-126')[0]!.messageId, 'X-126');
   assert.equal(h.of('7F00FF')[0]!.messageId, '7F00FF');

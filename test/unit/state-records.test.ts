@@ -115,6 +115,7 @@ test('old records decode into the typed fields', () => {
     clientId: 'client-1',
     state: 0,
     fifoKey: '1\u0000order-1',
+    historySeq: -1, // the delivery history is not journalled
   });
   assert.deepEqual(dlv.fifoLows, [{ queueId: 1, low: 5 }]);
   assert.ok(done?.kind === 'settled' && done.fifo && done.settled.length === 2);

@@ -38,6 +38,8 @@ export interface Delivery {
   state: DeliveryState;
   /** FIFO groups: the key (queue and message group) this delivery blocks; '' otherwise. */
   fifoKey: string;
+  /** The delivery history's record of the latest hand-out while it is open; -1: none (not journalled). */
+  historySeq: number;
 }
 
 /** A delivery about to be handed out (the hand-out arms its nonce, deadline and owner). */
@@ -59,6 +61,7 @@ export function freshDelivery(
     clientId: '',
     state: DeliveryState.INFLIGHT,
     fifoKey,
+    historySeq: -1,
   };
 }
 

@@ -40,6 +40,12 @@ export interface CompareOptions {
   /** Run each target's workloads this many rounds (one server start); the table shows the medians. */
   repeat: number;
   /**
+   * Start Vela's brokers (this checkout's and the `--baseline`'s) anew for every round, so that
+   * rounds sample broker processes, not one process each: a Vela broker's throughput stays up to
+   * ~10 % apart from another instance of the same code for the life of the process.
+   */
+  freshBrokers: boolean;
+  /**
    * Another checkout of Vela (a directory with its node_modules): its broker runs every Vela workload
    * of every round too, right before or after this checkout's (the order alternates), with this
    * checkout's clients; the report adds each figure's ratio per round.
@@ -87,6 +93,9 @@ Options:
   --repeat N            run each target's workloads N rounds (one server start per target) and
                         show each figure's median round, with the spread under the table
                         (single runs move ±25 % on a busy 2-core machine); default 1
+  --fresh-brokers       start Vela's broker (and the --baseline broker) anew for every round: with
+                        --repeat, the rounds then sample broker processes, not one process each
+                        (two processes of the same code can stay ~10 % apart for their whole life)
   --baseline DIR        also run the broker of another Vela checkout DIR (with its node_modules,
                         e.g. a git worktree of the commit before a change) in every round of every
                         Vela workload, right before or after this one's (alternating), with this
@@ -229,6 +238,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let brokerFlags: string[] = [];
   let waitIdleSeconds = 0;
   let repeat = 1;
+  let freshBrokers = false;
   let jsonFile: string | undefined;
   let render: string | undefined;
   let baselineDir: string | undefined;
@@ -304,6 +314,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
         if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat: bad value "${raw}"`);
         break;
       }
+      case '--fresh-brokers':
+        freshBrokers = true;
+        break;
       case '--render':
         render = take();
         break;
@@ -353,6 +366,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     waitIdleSeconds,
     rssEverySeconds,
     repeat,
+    freshBrokers,
     from,
     nodeFlags,
     brokerFlags,

@@ -369,6 +369,14 @@ async function main(): Promise<void> {
     try {
       for (let round = 1; round <= opts.repeat && !interrupted; round++) {
         if (opts.repeat > 1) log(`  round ${round} of ${opts.repeat}`);
+        if (round > 1 && opts.freshBrokers && isVela(target)) {
+          log('  starting the broker anew …');
+          await baseline?.stop();
+          baseline = undefined;
+          await server.stop();
+          server = await startServer(target, opts);
+          if (opts.baselineDir) baseline = await startServer(target, opts, opts.baselineDir);
+        }
         for (const workload of workloadsFor(target, opts.workloads)) {
           if (interrupted) break;
           // With a baseline, the two go one right after the other, first one then the other first.

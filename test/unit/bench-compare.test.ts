@@ -428,6 +428,9 @@ describe('bench:compare table', () => {
     );
     assert.match(renderTable(r), /This checkout's broker ÷ the baseline's/);
     assert.equal(parseArgs(['--only', 'vela-sdk', '--baseline', '/tmp/b']).baselineDir, '/tmp/b');
+    // One broker process per target unless each round is to sample new ones.
+    assert.equal(parseArgs([]).freshBrokers, false);
+    assert.equal(parseArgs(['--fresh-brokers', '--repeat', '4']).freshBrokers, true);
     // Vela as users run it (dist/) unless asked for the sources; the table says which.
     assert.equal(parseArgs([]).from, 'dist');
     assert.equal(parseArgs(['--from', 'src']).from, 'src');

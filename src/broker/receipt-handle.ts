@@ -37,6 +37,9 @@ export interface HandleFields {
   nonce: number;
 }
 
+/** The fields `encodeEach` hands to its caller to fill. */
+const scratch: HandleFields = { queueId: 0, offset: 0, nonce: 0 };
+
 export class ReceiptHandles {
   private readonly ciphers = new Map<string, Cipher>();
 
@@ -71,11 +74,30 @@ export class ReceiptHandles {
 
   /** Handles for many deliveries of one (topic, group): one cipher call for the whole batch. */
   encodeMany(topic: string, group: string, fields: readonly HandleFields[]): string[] {
-    const n = fields.length;
+    return this.encodeEach(topic, group, fields.length, (i, f) => {
+      const from = fields[i]!;
+      f.queueId = from.queueId;
+      f.offset = from.offset;
+      f.nonce = from.nonce;
+    });
+  }
+
+  /**
+   * Handles for `n` deliveries of one (topic, group), one cipher call for all: `fieldsAt(i, f)` fills
+   * `f` (one object, reused) with the i-th delivery's fields. Nothing is allocated per handle but
+   * its string.
+   */
+  encodeEach(
+    topic: string,
+    group: string,
+    n: number,
+    fieldsAt: (i: number, f: HandleFields) => void,
+  ): string[] {
     if (n === 0) return [];
     const blocks = Buffer.allocUnsafe(n * V2_BLOCK);
+    const f = scratch;
     for (let i = 0; i < n; i++) {
-      const f = fields[i]!;
+      fieldsAt(i, f);
       const at = i * V2_BLOCK;
       blocks.writeUInt32BE(f.queueId >>> 0, at);
       blocks.writeDoubleBE(f.offset, at + 4);
@@ -86,9 +108,11 @@ export class ReceiptHandles {
     const handles: string[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const at = i * LENGTH;
+      const block = i * V2_BLOCK;
       out[at] = V2;
-      blocks.copy(out, at + 1, i * V2_BLOCK, (i + 1) * V2_BLOCK);
-      macs.copy(out, at + 1 + V2_BLOCK, i * V2_BLOCK, i * V2_BLOCK + MAC);
+      // Byte by byte: Buffer#copy of a part of a buffer makes a view of it per call.
+      for (let k = 0; k < V2_BLOCK; k++) out[at + 1 + k] = blocks[block + k]!;
+      for (let k = 0; k < MAC; k++) out[at + 1 + V2_BLOCK + k] = macs[block + k]!;
       handles[i] = out.toString('base64url', at, at + LENGTH);
     }
     return handles;
@@ -125,8 +149,10 @@ export class ReceiptHandles {
       const blocks = Buffer.allocUnsafe(v2 * V2_BLOCK);
       let k = 0;
       for (let i = 0; i < n; i++) {
-        if (valid[i] === 1 && all[i * LENGTH] === V2)
-          all.copy(blocks, V2_BLOCK * k++, i * LENGTH + 1, i * LENGTH + 1 + V2_BLOCK);
+        if (valid[i] !== 1 || all[i * LENGTH] !== V2) continue;
+        const from = i * LENGTH + 1;
+        const to = V2_BLOCK * k++;
+        for (let j = 0; j < V2_BLOCK; j++) blocks[to + j] = all[from + j]!;
       }
       macs = this.cipherFor(topic, group).update(blocks);
     }

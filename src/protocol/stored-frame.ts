@@ -27,7 +27,9 @@ export interface StoredPlan {
   /** Bytes of its `system_properties` value. */
   sys: number;
   topic: Buffer;
-  /** The body digest's checksum (ASCII). */
+  /** The body's CRC-32 when the digest is a CRC (written as 8 hex digits: no string made); -1 otherwise. */
+  crc: number;
+  /** The body digest's checksum (ASCII) when it is not a CRC. */
   digest: string;
   /** Where the trace context lies in the record (-1: none), and its length. */
   traceAt: number;
@@ -89,13 +91,13 @@ function bytesEqual(buf: Buffer, at: number, length: number, what: Buffer, prefi
   return true;
 }
 
-const HEX = '0123456789ABCDEF';
+/** Upper-case hex digits as bytes. */
+const HEX = Buffer.from('0123456789ABCDEF');
 
-/** A CRC as the digest's checksum: uppercase hex, 8 digits (as `crc32Checksum` gives it). */
-function crcHex(v: number): string {
-  let s = '';
-  for (let shift = 28; shift >= 0; shift -= 4) s += HEX[(v >>> shift) & 15];
-  return s;
+/** A CRC as the digest's checksum, at `out[at]`: uppercase hex, 8 digits (as `crc32Checksum` gives it). */
+function writeCrcHex(out: Buffer, at: number, v: number): number {
+  for (let shift = 28; shift >= 0; shift -= 4) out[at++] = HEX[(v >>> shift) & 15]!;
+  return at;
 }
 
 /** Measure a delivery, or undefined when it has to go the object way. */
@@ -137,10 +139,13 @@ export function planStored(m: BrokerMessage, info: DeliveryInfo): StoredPlan | u
     size += nested(entry);
   }
 
-  const digest = info.crc32Digest
-    ? crcHex(m.bodyCrc !== undefined && m.bodyCrc >= 0 ? m.bodyCrc : crc32(m.body) >>> 0)
-    : (m.properties[BODY_MD5_PROPERTY] ?? md5Checksum(m.body));
-  const digestLength = asciiLength(digest);
+  const crc = info.crc32Digest
+    ? m.bodyCrc !== undefined && m.bodyCrc >= 0
+      ? m.bodyCrc
+      : crc32(m.body) >>> 0
+    : -1;
+  const digest = crc >= 0 ? '' : (m.properties[BODY_MD5_PROPERTY] ?? md5Checksum(m.body));
+  const digestLength = crc >= 0 ? 8 : asciiLength(digest);
   if (digestLength < 0) return undefined;
 
   let sys = 0;
@@ -173,7 +178,7 @@ export function planStored(m: BrokerMessage, info: DeliveryInfo): StoredPlan | u
   if (traceLength) sys += 1 + nested(traceLength);
   size += nested(sys);
   if (m.body.length) size += nested(m.body.length);
-  return { m, info, size, sys, topic, digest, traceAt, traceLength };
+  return { m, info, size, sys, topic, crc, digest, traceAt, traceLength };
 }
 
 function copyField(
@@ -186,7 +191,8 @@ function copyField(
 ): number {
   out[at++] = tag;
   at = writeVarint(out, at, length);
-  if (length <= 32) for (let i = 0; i < length; i++) out[at + i] = from[start + i]!;
+  // Short fields (ids, tags, keys) byte by byte: Buffer#copy of a part of a buffer makes a view of it.
+  if (length <= 64) for (let i = 0; i < length; i++) out[at + i] = from[start + i]!;
   else from.copy(out, at, start, start + length);
   return at + length;
 }
@@ -251,10 +257,19 @@ export function writeStored(out: Buffer, at: number, plan: StoredPlan): number {
   if (s.idLength) at = copyField(out, at, (3 << 3) | 2, buf, s.idAt, s.idLength);
   const digest = plan.digest;
   out[at++] = (4 << 3) | 2;
-  at = writeVarint(out, at, 2 + (digest.length ? nested(digest.length) : 0));
-  out[at++] = 1 << 3;
-  out[at++] = info.crc32Digest ? WireDigestType.CRC32 : WireDigestType.MD5;
-  if (digest.length) at = writeAscii(out, at, (2 << 3) | 2, digest);
+  if (plan.crc >= 0) {
+    out[at++] = 2 + nested(8);
+    out[at++] = 1 << 3;
+    out[at++] = WireDigestType.CRC32;
+    out[at++] = (2 << 3) | 2;
+    out[at++] = 8;
+    at = writeCrcHex(out, at, plan.crc);
+  } else {
+    at = writeVarint(out, at, 2 + (digest.length ? nested(digest.length) : 0));
+    out[at++] = 1 << 3;
+    out[at++] = WireDigestType.MD5;
+    if (digest.length) at = writeAscii(out, at, (2 << 3) | 2, digest);
+  }
   out[at++] = 5 << 3;
   out[at++] = m.sysFlag & SysFlag.GZIP ? WireEncoding.GZIP : WireEncoding.IDENTITY;
   out[at++] = 6 << 3;

@@ -31,7 +31,12 @@ export function receiptHandleOf(ctx: ConsumeContext, s: GroupTopicState, d: Deli
 
 /** Handles of many hand-outs of one (group, topic), in order (one keyed computation for all). */
 export function receiptHandlesOf(ctx: ConsumeContext, s: GroupTopicState, ds: readonly Delivery[]): string[] {
-  return ctx.handles.encodeMany(s.topic, s.group, ds.map(fieldsOf));
+  return ctx.handles.encodeEach(s.topic, s.group, ds.length, (i, f) => {
+    const d = ds[i]!;
+    f.queueId = d.source === Source.RETRY ? (d.queueId | RETRY_BIT) >>> 0 : d.queueId;
+    f.offset = d.offset;
+    f.nonce = d.nonce;
+  });
 }
 
 /** A handle checked for forgery and for its (group, topic): which delivery it names, and which hand-out. */

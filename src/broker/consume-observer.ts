@@ -12,7 +12,6 @@ import type {
   DeliveryOutcome,
   DeliverySlot,
 } from './delivery-history.js';
-export type { DeliveredSlot };
 import { originIdOf } from './consume/retry-records.js';
 
 export interface ConsumeObserver {

@@ -17,26 +17,22 @@ import {
 /** Handles carry the source in the queue id's top bit. */
 const RETRY_BIT = 0x8000_0000;
 
-function fieldsOf(d: Delivery): HandleFields {
-  return {
-    queueId: d.source === Source.RETRY ? (d.queueId | RETRY_BIT) >>> 0 : d.queueId,
-    offset: d.offset,
-    nonce: d.nonce,
-  };
+/** Fill `f` with the fields of `d`'s handle. */
+function fillFields(f: HandleFields, d: Delivery): void {
+  f.queueId = d.source === Source.RETRY ? (d.queueId | RETRY_BIT) >>> 0 : d.queueId;
+  f.offset = d.offset;
+  f.nonce = d.nonce;
 }
 
 export function receiptHandleOf(ctx: ConsumeContext, s: GroupTopicState, d: Delivery): string {
-  return ctx.handles.encode(s.topic, s.group, fieldsOf(d));
+  const f: HandleFields = { queueId: 0, offset: 0, nonce: 0 };
+  fillFields(f, d);
+  return ctx.handles.encode(s.topic, s.group, f);
 }
 
 /** Handles of many hand-outs of one (group, topic), in order (one keyed computation for all). */
 export function receiptHandlesOf(ctx: ConsumeContext, s: GroupTopicState, ds: readonly Delivery[]): string[] {
-  return ctx.handles.encodeEach(s.topic, s.group, ds.length, (i, f) => {
-    const d = ds[i]!;
-    f.queueId = d.source === Source.RETRY ? (d.queueId | RETRY_BIT) >>> 0 : d.queueId;
-    f.offset = d.offset;
-    f.nonce = d.nonce;
-  });
+  return ctx.handles.encodeEach(s.topic, s.group, ds.length, (i, f) => fillFields(f, ds[i]!));
 }
 
 /** A handle checked for forgery and for its (group, topic): which delivery it names, and which hand-out. */

@@ -4,7 +4,8 @@
  * `BAD_REQUEST` at construction, not at first use).
  */
 import { Code } from '../common/codes.js';
-import { silentLogger, type Logger } from '../common/logger.js';
+import type { Logger } from '../common/logger.js';
+import { silentLogger } from '../common/silent-logger.js';
 import { clientError } from './errors.js';
 import { parseEndpoints } from './endpoints.js';
 import type { Endpoints } from '../protocol/wire-types.js';

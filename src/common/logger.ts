@@ -18,7 +18,5 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   return options.destination ? pino({ level }, options.destination) : pino({ level });
 }
 
-/** A logger that discards everything: the default for embedded use and tests. */
-export function silentLogger(): Logger {
-  return pino({ level: 'silent' });
-}
+/** A logger that discards everything (silent-logger.ts: it does not load pino). */
+export { silentLogger } from './silent-logger.js';

@@ -9,8 +9,8 @@ import { newNonce } from '../receipt-handle.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext } from './context.js';
 import { readDelivered } from './delivered.js';
-import { stateKey, type Delivery } from './delivery.js';
-import { decodeHandle, deliveryKeyOf, liveDelivery, liveIn, receiptHandleOf } from './receipt.js';
+import { stateKey, type Delivery, type GroupTopicState } from './delivery.js';
+import { decodeHandle, decodeHandles, liveDelivery, receiptHandleOf, type DecodedHandle } from './receipt.js';
 import type { Revive } from './revive.js';
 
 /** Most handles one gathered ack takes; past it the gathered ones go at once. */
@@ -85,31 +85,29 @@ export class Acks {
     receiptHandles: readonly string[],
   ): Promise<(VelaError | null)[]> {
     const ctx = this.ctx;
-    const results: (VelaError | null)[] = new Array<VelaError | null>(receiptHandles.length).fill(null);
+    const results: (VelaError | null)[] = [];
+    const decoded: (DecodedHandle | null)[] = decodeHandles(ctx, group, topic, receiptHandles).map((h, i) => {
+      if (!(h instanceof VelaError)) return h;
+      results[i] = h;
+      return null;
+    });
     const settled = await ctx.serialized(stateKey(group, topic), () => {
-      // The handles are decoded here, not before the wait for the (group, topic): what they name is
-      // used at once, and nothing made per handle waits behind a receive reading the store (long
-      // enough, under load, for it to outlive young-generation collections).
-      const fields = ctx.handles.decodeMany(receiptHandles, topic, group);
-      const s = ctx.states.get(group, topic);
       const done: Delivery[] = [];
-      for (let i = 0; i < fields.length; i++) {
-        const f = fields[i]!;
-        if (f instanceof VelaError) {
-          results[i] = f;
-          continue;
-        }
+      let state: GroupTopicState | undefined;
+      for (let i = 0; i < decoded.length; i++) {
+        const h = decoded[i];
+        if (!h) continue;
         try {
-          const key = deliveryKeyOf(f);
-          liveIn(ctx, s, key, f.nonce);
-          done.push(settle(ctx, s!, key));
+          state = liveDelivery(ctx, group, topic, h).s;
+          done.push(settle(ctx, state, h.key));
+          results[i] = null;
         } catch (err) {
           if (!(err instanceof VelaError)) throw err;
           results[i] = err;
         }
       }
       if (done.length > 0) ctx.observer?.settled(group, topic, done, 'ACKED');
-      return { durable: s && done.length > 0 ? journalSettled(ctx, s, done) : undefined };
+      return { durable: state && done.length > 0 ? journalSettled(ctx, state, done) : undefined };
     });
     await settled.durable;
     return results;

@@ -42,12 +42,6 @@ export interface DecodedHandle {
   nonce: number;
 }
 
-/** The key of the delivery a handle's fields name. */
-export function deliveryKeyOf(f: HandleFields): string {
-  const source = f.queueId & RETRY_BIT ? Source.RETRY : Source.TOPIC;
-  return deliveryKey(source, (f.queueId & ~RETRY_BIT) >>> 0, f.offset);
-}
-
 /** Decode and authenticate a handle (pure: no state is looked at). */
 export function decodeHandle(
   ctx: ConsumeContext,
@@ -56,30 +50,31 @@ export function decodeHandle(
   receiptHandle: string,
 ): DecodedHandle {
   const f = ctx.handles.decode(receiptHandle, topic, group);
-  return { stateKey: stateKey(group, topic), key: deliveryKeyOf(f), nonce: f.nonce };
+  const source = f.queueId & RETRY_BIT ? Source.RETRY : Source.TOPIC;
+  return {
+    stateKey: stateKey(group, topic),
+    key: deliveryKey(source, (f.queueId & ~RETRY_BIT) >>> 0, f.offset),
+    nonce: f.nonce,
+  };
 }
 
-/**
- * The in-flight delivery `key` of state `s` if `nonce` is its live hand-out's; else why not.
- * Call serialized.
- */
-export function liveIn(
+/** Decode and authenticate many handles of one (group, topic): per handle, what it names or why not. */
+export function decodeHandles(
   ctx: ConsumeContext,
-  s: GroupTopicState | undefined,
-  key: string,
-  nonce: number,
-): Delivery {
-  const d = s?.deliveries.get(key);
-  if (!d || d.nonce !== nonce) {
-    throw new VelaError('INVALID_RECEIPT_HANDLE', 'the receipt handle was acked, superseded or never issued');
-  }
-  if (d.state !== DeliveryState.INFLIGHT || d.deadline <= ctx.now()) {
-    throw new VelaError(
-      'INVALID_RECEIPT_HANDLE',
-      'the receipt handle has expired; the message will be delivered again',
-    );
-  }
-  return d;
+  group: string,
+  topic: string,
+  receiptHandles: readonly string[],
+): (DecodedHandle | VelaError)[] {
+  const sk = stateKey(group, topic);
+  return ctx.handles.decodeMany(receiptHandles, topic, group).map((f) => {
+    if (f instanceof VelaError) return f;
+    const source = f.queueId & RETRY_BIT ? Source.RETRY : Source.TOPIC;
+    return {
+      stateKey: sk,
+      key: deliveryKey(source, (f.queueId & ~RETRY_BIT) >>> 0, f.offset),
+      nonce: f.nonce,
+    };
+  });
 }
 
 /** The in-flight delivery a handle names, if the handle is still the live one. Call serialized. */
@@ -90,6 +85,15 @@ export function liveDelivery(
   h: DecodedHandle,
 ): { s: GroupTopicState; d: Delivery } {
   const s = ctx.states.get(group, topic);
-  const d = liveIn(ctx, s, h.key, h.nonce);
-  return { s: s!, d };
+  const d = s?.deliveries.get(h.key);
+  if (!s || !d || d.nonce !== h.nonce) {
+    throw new VelaError('INVALID_RECEIPT_HANDLE', 'the receipt handle was acked, superseded or never issued');
+  }
+  if (d.state !== DeliveryState.INFLIGHT || d.deadline <= ctx.now()) {
+    throw new VelaError(
+      'INVALID_RECEIPT_HANDLE',
+      'the receipt handle has expired; the message will be delivered again',
+    );
+  }
+  return { s, d };
 }

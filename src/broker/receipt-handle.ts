@@ -18,6 +18,7 @@
 import { createCipheriv, createHmac, randomBytes, timingSafeEqual, type Cipher } from 'node:crypto';
 import { join } from 'node:path';
 import { readFileIfExists, writeFileAtomic } from '../store/atomic-file.js';
+import { copyBytes } from '../common/copy-bytes.js';
 import { VelaError } from '../common/errors.js';
 
 const V1 = 1;
@@ -110,9 +111,8 @@ export class ReceiptHandles {
       const at = i * LENGTH;
       const block = i * V2_BLOCK;
       out[at] = V2;
-      // Byte by byte: Buffer#copy of a part of a buffer makes a view of it per call.
-      for (let k = 0; k < V2_BLOCK; k++) out[at + 1 + k] = blocks[block + k]!;
-      for (let k = 0; k < MAC; k++) out[at + 1 + V2_BLOCK + k] = macs[block + k]!;
+      copyBytes(blocks, block, out, at + 1, V2_BLOCK);
+      copyBytes(macs, block, out, at + 1 + V2_BLOCK, MAC);
       handles[i] = out.toString('base64url', at, at + LENGTH);
     }
     return handles;
@@ -152,7 +152,7 @@ export class ReceiptHandles {
         if (valid[i] !== 1 || all[i * LENGTH] !== V2) continue;
         const from = i * LENGTH + 1;
         const to = V2_BLOCK * k++;
-        for (let j = 0; j < V2_BLOCK; j++) blocks[to + j] = all[from + j]!;
+        copyBytes(all, from, blocks, to, V2_BLOCK);
       }
       macs = this.cipherFor(topic, group).update(blocks);
     }

@@ -23,12 +23,6 @@ const SILENT = {
   setBindings: noop,
   flush: noop,
   isLevelEnabled: (): boolean => false,
-  on: () => silent,
-  once: () => silent,
-  off: () => silent,
-  removeListener: () => silent,
-  removeAllListeners: () => silent,
-  emit: () => false,
 };
 const silent = SILENT as unknown as Logger;
 

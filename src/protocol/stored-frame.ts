@@ -9,6 +9,7 @@
  * writes it where the plan's size was reserved.
  */
 import { crc32 } from 'node:zlib';
+import { copyBytes } from '../common/copy-bytes.js';
 import { MessageRecordSpans, type BrokerMessage } from '../broker/message.js';
 import { BODY_MD5_PROPERTY, SysFlag, TRACE_CONTEXT_PROPERTY } from '../broker/produce.js';
 import { md5Checksum } from './body-digest.js';
@@ -191,8 +192,8 @@ function copyField(
 ): number {
   out[at++] = tag;
   at = writeVarint(out, at, length);
-  // Short fields (ids, tags, keys) byte by byte: Buffer#copy of a part of a buffer makes a view of it.
-  if (length <= 64) for (let i = 0; i < length; i++) out[at + i] = from[start + i]!;
+  // Short fields (ids, tags, keys) without a view of each (copy-bytes.ts).
+  if (length <= 64) copyBytes(from, start, out, at, length);
   else from.copy(out, at, start, start + length);
   return at + length;
 }

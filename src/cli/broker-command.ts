@@ -47,6 +47,8 @@ export async function runBroker(flags: BrokerFlags): Promise<number> {
 
   const { createLogger } = await import('../common/logger.js');
   const logger = createLogger({ level: config.logLevel });
+  const { applyHeapGrowing } = await import('./broker-heap.js');
+  const heapGrowingPercent = applyHeapGrowing(config.heapGrowingPercent) ? config.heapGrowingPercent : null;
 
   // Signals are handled from the start, so a Ctrl-C during recovery still closes the store cleanly.
   let signalled: NodeJS.Signals | null = null;
@@ -83,6 +85,7 @@ export async function runBroker(flags: BrokerFlags): Promise<number> {
         dataDir: config.dataDir,
         flush: config.flush,
         configFile: config.configFile,
+        heapGrowingPercent,
       },
       `Vela broker ready: gRPC ${grpc} · Remoting ${running.remotingAddress} · admin HTTP ${http} · data ${config.dataDir} (flush ${config.flush})`,
     );

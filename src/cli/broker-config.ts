@@ -99,7 +99,8 @@ export function resolveBrokerConfig(flags: BrokerFlags, options: ResolveOptions 
 
 /** The `startBroker` options for a resolved config (the logger is the caller's). */
 export function toStartOptions(c: BrokerConfig): StartBrokerOptions {
-  const { configFile: _file, grpcPorts, ...rest } = c;
+  // The heap growing factor is the process's (`vela broker` sets it; broker-heap.ts), not the broker's.
+  const { configFile: _file, grpcPorts, heapGrowingPercent: _heap, ...rest } = c;
   return { ...rest, grpcPort: [...grpcPorts] };
 }
 

@@ -381,6 +381,16 @@ export const TOP_SCHEMA = {
     env: 'VELA_LOG_LEVEL',
   } as Setting<string>,
   shutdownGraceMs: num(5000, 'how long shutdown waits for calls in progress', 'ms'),
+  heapGrowingPercent: {
+    ...num(
+      300,
+      "how far V8 lets the broker process's heap grow past what its last full collection kept, in per cent (V8 otherwise picks 10–300 from its collection speed); set by `vela broker` for its own process, not by an application that embeds the broker; `0` leaves it to V8",
+      'count',
+      { min: 0, max: 1000 },
+    ),
+    flag: '--heap-growing-percent <percent>',
+    env: 'VELA_HEAP_GROWING_PERCENT',
+  },
   tlsMode: {
     default: 'permissive' as TlsMode,
     doc: 'TLS on the gRPC port: `permissive` (TLS and plaintext on the same port, as the RocketMQ proxy), `enforcing` (TLS only) or `disabled`',

@@ -418,30 +418,37 @@ describe('vela admin', { concurrency: true, timeout: 90_000 }, () => {
   });
 });
 
+/** The fields of `vela broker`'s ready line these tests read. */
+interface ReadyLine {
+  msg: string;
+  http: string;
+  heapGrowingPercent: number | null;
+}
+
 describe('vela broker', { concurrency: true, timeout: 90_000 }, () => {
   /** Spawn `vela broker`, resolving with its pino log lines once the ready line appears. */
   function startCli(args: string[]): {
     child: ChildProcess;
-    ready: Promise<{ msg: string; http: string }>;
+    ready: Promise<ReadyLine>;
     lines: string[];
   } {
     const child = spawnCli(['broker', ...args]);
     const lines: string[] = [];
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const ready = new Promise<{ msg: string; http: string }>((resolve, reject) => {
+    const ready = new Promise<ReadyLine>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('no ready line within 30 s')), 30_000);
       createInterface({ input: child.stdout! }).on('line', (line) => {
         lines.push(line);
-        let rec: { msg?: string; http: string };
+        let rec: Partial<ReadyLine>;
         try {
-          rec = JSON.parse(line) as { msg?: string; http: string };
+          rec = JSON.parse(line) as Partial<ReadyLine>;
         } catch {
           return reject(new Error(`a log line that is not JSON: ${line}`));
         }
         if (rec.msg?.startsWith('Vela broker ready')) {
           clearTimeout(timer);
-          resolve({ msg: rec.msg, http: rec.http });
+          resolve(rec as ReadyLine);
         }
       });
       child.once('exit', (code) => {
@@ -476,6 +483,8 @@ describe('vela broker', { concurrency: true, timeout: 90_000 }, () => {
         ready.msg,
         /^Vela broker ready: gRPC 127\.0\.0\.1:\d+ · Remoting 127\.0\.0\.1:\d+ · admin HTTP http:\/\/127\.0\.0\.1:\d+ · data .+ \(flush sync\)$/,
       );
+      // The process's heap growing factor is set (src/cli/broker-heap.ts) and said.
+      assert.equal(ready.heapGrowingPercent, 300);
       const health = await fetch(`${ready.http}/healthz`);
       assert.equal(health.status, 200);
 

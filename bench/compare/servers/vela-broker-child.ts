@@ -12,12 +12,21 @@ import { writeFileSync } from 'node:fs';
 import type { HeapProfiler } from 'node:inspector';
 import { Session } from 'node:inspector/promises';
 import type * as VelaServer from '../../../src/server.js';
+import type * as BrokerHeap from '../../../src/cli/broker-heap.js';
+import type * as VelaConfig from '../../../src/common/config.js';
 import { velaFrom } from '../vela-from.js';
 
 // The broker users run (dist/, built by bench:compare) unless asked for the sources.
 const { startBroker } = (await import(
   velaFrom() === 'src' ? '../../../src/server.js' : '../../../dist/server.js'
 )) as typeof VelaServer;
+// What `vela broker` does for its process before it starts the broker (its default setting).
+const { applyHeapGrowing } = (await import(
+  velaFrom() === 'src' ? '../../../src/cli/broker-heap.js' : '../../../dist/cli/broker-heap.js'
+)) as typeof BrokerHeap;
+const { TOP_SCHEMA } = (await import(
+  velaFrom() === 'src' ? '../../../src/common/config.js' : '../../../dist/common/config.js'
+)) as typeof VelaConfig;
 
 const dataDir = process.argv[2];
 if (!dataDir) {
@@ -27,8 +36,12 @@ if (!dataDir) {
 const extra = process.env.VELA_COMPARE_CONFIG
   ? (JSON.parse(process.env.VELA_COMPARE_CONFIG) as Record<string, unknown>)
   : {};
+applyHeapGrowing(
+  typeof extra.heapGrowingPercent === 'number' ? extra.heapGrowingPercent : TOP_SCHEMA.heapGrowingPercent.default,
+);
+const { heapGrowingPercent: _heap, ...settings } = extra;
 const running = await startBroker({
-  ...extra,
+  ...settings,
   dataDir,
   host: '127.0.0.1',
   grpcPort: 0,

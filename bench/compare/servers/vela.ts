@@ -5,7 +5,8 @@
  */
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ManagedProcess, waitReady } from './managed-process.js';
 import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './server.js';
 
@@ -16,6 +17,17 @@ export const HEAP_SAMPLE_ENV = 'VELA_COMPARE_HEAP_SAMPLE';
 /** Node flags that make V8 log every inline-cache state change of the process to `file`. */
 export function icLogFlags(file: string): string[] {
   return ['--log-ic', `--logfile=${file}`, '--no-logfile-per-isolate'];
+}
+
+/**
+ * The Node flags `npm start` gives the broker of the checkout at `root` (src/cli/broker-heap.ts), so
+ * that it runs as users start it; none for a checkout from before there were any.
+ */
+async function startFlags(root: string): Promise<readonly string[]> {
+  const file = join(root, 'src/cli/broker-heap.ts');
+  if (!existsSync(file)) return [];
+  const mod = (await import(pathToFileURL(file).href)) as { BROKER_NODE_FLAGS?: readonly string[] };
+  return mod.BROKER_NODE_FLAGS ?? [];
 }
 
 /** What the broker records for a closer look, if asked to. */
@@ -51,7 +63,16 @@ export async function startVela(
   const proc = new ManagedProcess(
     'vela-broker',
     process.execPath,
-    [...(options.nodeFlags ?? []), ...prof, ...icLog, '--import', 'tsx', child, join(dir, 'data')],
+    [
+      ...(await startFlags(root)),
+      ...(options.nodeFlags ?? []),
+      ...prof,
+      ...icLog,
+      '--import',
+      'tsx',
+      child,
+      join(dir, 'data'),
+    ],
     {
       cwd: root,
       logFile: log,

@@ -6,6 +6,8 @@ import {
   type DeliveredSlot,
   type DeliveryRecord,
 } from '../../src/broker/delivery-history.js';
+import { ConsumptionObserver } from '../../src/broker/consume-observer.js';
+import { BrokerStats } from '../../src/broker/stats.js';
 
 const rec = (over: Partial<DeliveryRecord> = {}): DeliveryRecord => ({
   group: 'G',
@@ -158,4 +160,22 @@ test('message ids of every form come back as they went in (hex ids are kept as b
   assert.equal(h.of('X-126')[0]!.messageId, 'X-126');
   assert.equal(h.of('7F00FF')[0]!.messageId, '7F00FF');
   assert.equal(h.of(ids[0]!).length, 0, 'forgotten once overwritten');
+});
+
+test("a pull consumer's reads are remembered as PULLED, a retry under its original id", () => {
+  const h = new DeliveryHistory(8);
+  const observer = new ConsumptionObserver(new BrokerStats(), h, () => 42);
+  const id = '0A0B0C0D0E0F00112233445566778899AA';
+  const retry = { messageId: 'R1', properties: { ORIGIN_MESSAGE_ID: 'O1' } };
+  observer.pulled('G', 'T', 5, 'pull-client', [
+    { messageId: id, properties: {}, queueOffset: 17, body: Buffer.alloc(3) },
+    { ...retry, queueOffset: 18, body: Buffer.alloc(1) },
+  ] as never);
+  const pulled = rec({ via: 'PULL', outcome: 'PULLED', clientId: 'pull-client', queueId: 5, at: 42 });
+  assert.deepEqual(h.of(id), [{ ...pulled, messageId: id, queueOffset: 17 }]);
+  assert.deepEqual(h.of('O1'), [{ ...pulled, messageId: 'R1', queueOffset: 18 }]);
+  // The same record as one given whole.
+  const whole = new DeliveryHistory(8);
+  whole.noted(id, { ...pulled, messageId: id, queueOffset: 17 });
+  assert.deepEqual(whole.of(id), h.of(id));
 });

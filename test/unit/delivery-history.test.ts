@@ -164,7 +164,7 @@ test('message ids of every form come back as they went in (hex ids are kept as b
 
 test("a pull consumer's reads are remembered as PULLED, a retry under its original id", () => {
   const h = new DeliveryHistory(8);
-  const observer = new ConsumptionObserver(new BrokerStats(), h, () => 42);
+  const observer = new ConsumptionObserver(new BrokerStats(0), h, () => 42);
   const id = '0A0B0C0D0E0F00112233445566778899AA';
   const retry = { messageId: 'R1', properties: { ORIGIN_MESSAGE_ID: 'O1' } };
   observer.pulled('G', 'T', 5, 'pull-client', [

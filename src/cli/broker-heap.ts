@@ -1,7 +1,7 @@
 /**
  * The V8 heap settings of the broker's own process, as RocketMQ's `runbroker.sh` sets the JVM's heap
- * for its broker: Node's defaults suit a short-lived script, not a server that copies a gigabyte of
- * message bytes a minute.
+ * for its broker: Node's defaults are sized for small programs, and a broker allocates a buffer per
+ * read and per answer all day.
  *
  * - A larger young generation (`BROKER_NODE_FLAGS`, 32 MiB per semi-space instead of 16): the objects
  *   of a delivery in flight die young instead of being promoted. It has to be given when Node starts,

@@ -26,7 +26,11 @@ test('0 leaves the factor to V8', () => {
 });
 
 test("an operator's --heap-growing-percent on Node's command line wins", () => {
-  for (const argv of [['--heap-growing-percent=50'], ['--heap_growing_percent', '50'], ['--x', '--heap-growing-percent=0']]) {
+  for (const argv of [
+    ['--heap-growing-percent=50'],
+    ['--heap_growing_percent', '50'],
+    ['--x', '--heap-growing-percent=0'],
+  ]) {
     const r = recorder();
     assert.equal(applyHeapGrowing(300, argv, r.set), false, argv.join(' '));
     assert.deepEqual(r.flags, []);
@@ -38,7 +42,10 @@ test("an operator's --heap-growing-percent on Node's command line wins", () => {
 test('the setting: default 300, from flag and environment, checked, and not passed to startBroker', () => {
   assert.equal(resolveBrokerConfig({}, { env: {} }).heapGrowingPercent, 300);
   assert.equal(resolveBrokerConfig({ heapGrowingPercent: '0' } as never, { env: {} }).heapGrowingPercent, 0);
-  assert.equal(resolveBrokerConfig({}, { env: { VELA_HEAP_GROWING_PERCENT: '150' } }).heapGrowingPercent, 150);
+  assert.equal(
+    resolveBrokerConfig({}, { env: { VELA_HEAP_GROWING_PERCENT: '150' } }).heapGrowingPercent,
+    150,
+  );
   assert.throws(() => resolveBrokerConfig({}, { env: { VELA_HEAP_GROWING_PERCENT: '-1' } }), /heap/i);
   assert.equal('heapGrowingPercent' in toStartOptions(resolveBrokerConfig({}, { env: {} })), false);
 });

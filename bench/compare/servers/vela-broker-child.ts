@@ -37,7 +37,9 @@ const extra = process.env.VELA_COMPARE_CONFIG
   ? (JSON.parse(process.env.VELA_COMPARE_CONFIG) as Record<string, unknown>)
   : {};
 applyHeapGrowing(
-  typeof extra.heapGrowingPercent === 'number' ? extra.heapGrowingPercent : TOP_SCHEMA.heapGrowingPercent.default,
+  typeof extra.heapGrowingPercent === 'number'
+    ? extra.heapGrowingPercent
+    : TOP_SCHEMA.heapGrowingPercent.default,
 );
 const { heapGrowingPercent: _heap, ...settings } = extra;
 const running = await startBroker({

@@ -13,20 +13,16 @@ import type { HeapProfiler } from 'node:inspector';
 import { Session } from 'node:inspector/promises';
 import type * as VelaServer from '../../../src/server.js';
 import type * as BrokerHeap from '../../../src/cli/broker-heap.js';
-import type * as VelaConfig from '../../../src/common/config.js';
 import { velaFrom } from '../vela-from.js';
 
 // The broker users run (dist/, built by bench:compare) unless asked for the sources.
-const { startBroker } = (await import(
+const { startBroker, DEFAULTS } = (await import(
   velaFrom() === 'src' ? '../../../src/server.js' : '../../../dist/server.js'
 )) as typeof VelaServer;
 // What `vela broker` does for its process before it starts the broker (its default setting).
 const { applyHeapGrowing } = (await import(
   velaFrom() === 'src' ? '../../../src/cli/broker-heap.js' : '../../../dist/cli/broker-heap.js'
 )) as typeof BrokerHeap;
-const { TOP_SCHEMA } = (await import(
-  velaFrom() === 'src' ? '../../../src/common/config.js' : '../../../dist/common/config.js'
-)) as typeof VelaConfig;
 
 const dataDir = process.argv[2];
 if (!dataDir) {
@@ -36,14 +32,10 @@ if (!dataDir) {
 const extra = process.env.VELA_COMPARE_CONFIG
   ? (JSON.parse(process.env.VELA_COMPARE_CONFIG) as Record<string, unknown>)
   : {};
-applyHeapGrowing(
-  typeof extra.heapGrowingPercent === 'number'
-    ? extra.heapGrowingPercent
-    : TOP_SCHEMA.heapGrowingPercent.default,
-);
-const { heapGrowingPercent: _heap, ...settings } = extra;
+// The broker itself ignores the setting (it is the process's), as with `vela broker`.
+applyHeapGrowing((extra.heapGrowingPercent as number | undefined) ?? DEFAULTS.heapGrowingPercent);
 const running = await startBroker({
-  ...settings,
+  ...extra,
   dataDir,
   host: '127.0.0.1',
   grpcPort: 0,

@@ -35,6 +35,7 @@ import { copyRange, nonZeroEnd, scanFrames, type ScanResult } from './segment-sc
 import { isTransient, readOnlyError, SyncFailure, synced, transientError } from './io-errors.js';
 import { LogChunkCache } from './log-chunk-cache.js';
 import { loopLoad } from './loop-load.js';
+import { INLINE_PAUSE_MS, inlineWriteGate, type InlineWriteGate } from './inline-writes.js';
 
 import type { FlushPolicy } from '../common/config.js';
 
@@ -75,11 +76,13 @@ export interface SegmentLogOptions {
    * event loop has time to spare (loop-load.ts): a small durable write takes a fraction of a
    * millisecond, less than the two thread switches of a thread-pool round trip. Larger ones go
    * through the thread pool, so the event loop keeps working while a big batch is on its way to disk;
-   * so do all of them while the loop is busy, and for a while after a write on the calling thread was
-   * slow (`INLINE_SLOW_MS`). 0 writes everything through the thread pool.
+   * so do all of them while the loop is busy, and for a while after the disk was slow
+   * (inline-writes.ts). 0 writes everything through the thread pool.
    * @defaultValue 0
    */
   inlineWriteBytes?: number;
+  /** Whether the disk lets small flushes be written on the loop. @defaultValue the process's gate */
+  inlineGate?: InlineWriteGate;
   /**
    * Size each new segment's file to `segmentSize` when it is created (sparse), so that durable
    * appends land inside the file instead of growing it (segment-files.ts). @defaultValue true
@@ -153,15 +156,6 @@ function chunkStart(segment: Segment, position: number, chunkSize: number): numb
   return segment.base + Math.floor((position - segment.base) / chunkSize) * chunkSize;
 }
 const MAX_FREE_SLABS = 8;
-/**
- * A write on the calling thread that took longer than this stalled the event loop for it: writes go
- * through the thread pool for `INLINE_PAUSE_MS` after it, so a disk that slows down stalls the loop
- * once a second at most, not at every flush. Each slow write in a row doubles the pause, up to
- * `INLINE_PAUSE_MAX_MS` (a disk that stays slow costs one stall a minute); a fast one resets it.
- */
-export const INLINE_SLOW_MS = 10;
-export const INLINE_PAUSE_MS = 1000;
-export const INLINE_PAUSE_MAX_MS = 60_000;
 export class SegmentLog {
   private readonly files: SegmentFiles;
   private readonly segments: Segment[];
@@ -191,15 +185,13 @@ export class SegmentLog {
   private readonly chunks: LogChunkCache | null;
   private readonly presized: boolean;
   private readonly inlineBytes: number;
-  /** `performance.now()` before which no write is made on the calling thread (one was slow). */
-  private inlinePausedUntil = 0;
-  /** The pause after the next slow write on the calling thread (doubles while they stay slow). */
-  private inlinePause = INLINE_PAUSE_MS;
+  private readonly inlineGate: InlineWriteGate;
 
   private constructor(private readonly opts: SegmentLogOptions) {
     this.fs = opts.fs ?? nodeStoreFs;
     this.presized = opts.preallocate !== false;
     this.inlineBytes = opts.inlineWriteBytes ?? 0;
+    this.inlineGate = opts.inlineGate ?? inlineWriteGate;
     const chunkBytes = opts.chunkCacheBytes ?? 0;
     const chunkSize = opts.chunkSize ?? READ_CHUNK_SIZE;
     const capacity = chunkSize + overhangOf(chunkSize);
@@ -719,8 +711,13 @@ export class SegmentLog {
             bytes += chunks[i]!.buf.length;
             i++;
           }
-          if (!this.writeInline(seg, bufs, bytes, start - seg.base))
+          if (!this.writeInline(seg, bufs, bytes, start - seg.base)) {
+            // Not a write that creates its segment: that takes several fsyncs on any disk.
+            const observe = bytes <= this.inlineBytes && !seg.fresh;
+            const started = performance.now();
             await this.files.use(seg, (fd) => writeAll(this.fs, fd, bufs, start - seg.base));
+            if (observe) this.wroteInPool(bytes, started);
+          }
           seg.written = Math.max(seg.written, start - seg.base + bytes);
           touched.push(seg);
         }
@@ -746,16 +743,16 @@ export class SegmentLog {
 
   /**
    * Write a small flush on the calling thread (`inlineWriteBytes`), if the segment's descriptor is
-   * open, the event loop has time to spare (loop-load.ts) and no recent write on it was slow. Returns
-   * false when the caller must write it through the thread pool instead; a failed write throws, as
-   * the thread-pool write would reject.
+   * open, the event loop has time to spare (loop-load.ts) and the disk has not been slow lately
+   * (inline-writes.ts). Returns false when the caller must write it through the thread pool instead;
+   * a failed write throws, as the thread-pool write would reject.
    */
   private writeInline(seg: Segment, bufs: Buffer[], bytes: number, at: number): boolean {
     // A segment this process is creating is opened (and its directory entry made durable) by the
     // thread-pool path first.
     if (bytes > this.inlineBytes || seg.fresh) return false;
     const started = performance.now();
-    if (started < this.inlinePausedUntil || !loopLoad.hasTimeToSpare(started)) return false;
+    if (!this.inlineGate.isOpen(started) || !loopLoad.hasTimeToSpare(started)) return false;
     const done = this.files.useSync(seg, (fd) => {
       writeAllSync(this.fs, fd, bufs, at);
       return true;
@@ -763,21 +760,29 @@ export class SegmentLog {
     if (!done) return false;
     const took = performance.now() - started;
     loopLoad.wrote(took);
-    if (took <= INLINE_SLOW_MS) {
-      this.inlinePause = INLINE_PAUSE_MS;
-      return true;
+    const pause = this.inlineGate.wroteOnLoop(started, took);
+    if (pause > 0) {
+      // Once per slow spell at warn level; while it lasts, each probe only at debug.
+      const log = pause === INLINE_PAUSE_MS ? this.opts.logger.warn : this.opts.logger.debug;
+      log.call(
+        this.opts.logger,
+        { dir: this.opts.dir, bytes, ms: Math.round(took), pauseMs: pause },
+        `a write on the event loop was slow: the store's writes go through the thread pool for ${pause} ms`,
+      );
     }
-    const pause = this.inlinePause;
-    this.inlinePausedUntil = started + took + pause;
-    this.inlinePause = Math.min(pause * 2, INLINE_PAUSE_MAX_MS);
-    // Once per slow spell at warn level; while it lasts, each probe only at debug.
-    const log = pause === INLINE_PAUSE_MS ? this.opts.logger.warn : this.opts.logger.debug;
-    log.call(
-      this.opts.logger,
-      { dir: this.opts.dir, bytes, ms: Math.round(took), pauseMs: pause },
-      `a write on the event loop was slow: writes go through the thread pool for ${pause} ms`,
-    );
     return true;
+  }
+
+  /** A small flush went through the thread pool: a stalling disk keeps every log's writes off the loop. */
+  private wroteInPool(bytes: number, started: number): void {
+    const took = performance.now() - started;
+    const pause = this.inlineGate.wroteInPool(started, took);
+    if (pause > 0) {
+      this.opts.logger.debug(
+        { dir: this.opts.dir, bytes, ms: Math.round(took), pauseMs: pause },
+        `a small durable write was slow: the store's writes stay off the event loop for ${pause} ms more`,
+      );
+    }
   }
 
   /** A closed slab all of whose bytes are durable: into the read cache, or back to the pool. */

@@ -1,13 +1,15 @@
 /**
  * Small flushes (`inlineWriteBytes`) are written on the calling thread, larger ones through the thread
- * pool; after a write on the calling thread was slow, every write goes through the thread pool for a
- * while, so a slow disk cannot stall the event loop at every flush. Either way the bytes are durable
- * before anyone hears so, and a failed write is refused the same way.
+ * pool; after a write on the calling thread was slow, every log's writes go through the thread pool
+ * for a while, and longer while small writes there still stall, so a slow disk cannot stall the event
+ * loop at every flush. Either way the bytes are durable before anyone hears so, and a failed write is
+ * refused the same way.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { INLINE_PAUSE_MS, INLINE_SLOW_MS, SegmentLog } from '../../src/store/segment-log.js';
+import { SegmentLog } from '../../src/store/segment-log.js';
+import { INLINE_PAUSE_MS, INLINE_SLOW_MS, InlineWriteGate } from '../../src/store/inline-writes.js';
 import { nodeStoreFs, type StoreFs } from '../../src/store/store-fs.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { tempDir } from '../helpers.js';
@@ -17,29 +19,62 @@ interface Calls {
   async: number;
 }
 
-function countingFs(opts: { slowSyncMs?: () => number; failSync?: () => boolean } = {}): {
+interface TestFs {
   fs: StoreFs;
   calls: Calls;
-} {
+  /** Milliseconds the last write was made to take (0: as fast as the disk). */
+  lastDelay: () => number;
+}
+
+function countingFs(
+  opts: {
+    slowSyncMs?: () => number;
+    slowAsyncMs?: () => number;
+    failSync?: () => boolean;
+    /** Where the last write's delay is kept (several logs on one disk share one). */
+    last?: { ms: number };
+  } = {},
+): TestFs {
   const calls: Calls = { sync: 0, async: 0 };
+  const last = opts.last ?? { ms: 0 };
   return {
     calls,
+    lastDelay: () => last.ms,
     fs: {
       ...nodeStoreFs,
-      writev: (...args) => {
+      writev: async (...args) => {
         calls.async++;
+        const ms = (last.ms = opts.slowAsyncMs?.() ?? 0);
+        if (ms > 0) await sleep(ms);
         return nodeStoreFs.writev(...args);
       },
       writevSync: (...args) => {
         calls.sync++;
         if (opts.failSync?.()) throw Object.assign(new Error('EIO: injected'), { code: 'EIO' });
-        const ms = opts.slowSyncMs?.() ?? 0;
+        const ms = (last.ms = opts.slowSyncMs?.() ?? 0);
         // A disk that takes this long: the calling thread is blocked, as by a slow write.
         if (ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
         return nodeStoreFs.writevSync(...args);
       },
     },
   };
+}
+
+/**
+ * Judges each write by the delay the test gave it, not by the clock: the real disk under the test's
+ * files may be slow at any moment (a CI machine's more than most), which would pause writes on the
+ * calling thread where a test expects none.
+ */
+class TestGate extends InlineWriteGate {
+  constructor(private readonly delay: () => number) {
+    super();
+  }
+  override wroteOnLoop(started: number): number {
+    return super.wroteOnLoop(started, this.delay());
+  }
+  override wroteInPool(started: number): number {
+    return super.wroteInPool(started, this.delay());
+  }
 }
 
 /** Append a frame and wait until it is durable; returns its position. */
@@ -49,8 +84,15 @@ async function append(log: SegmentLog, frame: Buffer): Promise<number> {
   return position;
 }
 
-async function openLog(dir: string, fs: StoreFs, inlineWriteBytes: number): Promise<SegmentLog> {
+async function openLog(
+  dir: string,
+  { fs, lastDelay }: TestFs,
+  inlineWriteBytes: number,
+  // Each test its own: the process's gate would carry one test's slow writes into the next.
+  inlineGate: InlineWriteGate = new TestGate(lastDelay),
+): Promise<SegmentLog> {
   const log = await SegmentLog.open({
+    inlineGate,
     dir,
     segmentSize: 1 << 20,
     flush: 'sync',
@@ -67,8 +109,9 @@ async function openLog(dir: string, fs: StoreFs, inlineWriteBytes: number): Prom
 
 test('flushes up to inlineWriteBytes are written on the calling thread, larger ones in the thread pool', async () => {
   const dir = tempDir();
-  const { fs, calls } = countingFs();
-  const log = await openLog(dir.path, fs, 4096);
+  const disk = countingFs();
+  const { calls } = disk;
+  const log = await openLog(dir.path, disk, 4096);
   try {
     // The segment's first write opens (creates) it through the thread pool.
     await append(log, Buffer.alloc(100, 1));
@@ -95,8 +138,9 @@ test('flushes up to inlineWriteBytes are written on the calling thread, larger o
 
 test('inlineWriteBytes 0 writes every flush through the thread pool', async () => {
   const dir = tempDir();
-  const { fs, calls } = countingFs();
-  const log = await openLog(dir.path, fs, 0);
+  const disk = countingFs();
+  const { calls } = disk;
+  const log = await openLog(dir.path, disk, 0);
   try {
     for (let i = 0; i < 5; i++) await append(log, Buffer.alloc(100, i));
     assert.equal(calls.sync, 0);
@@ -110,8 +154,9 @@ test('inlineWriteBytes 0 writes every flush through the thread pool', async () =
 test('after a slow write on the calling thread, writes go through the thread pool for a while, longer while they stay slow', async () => {
   const dir = tempDir();
   let slowMs = 0;
-  const { fs, calls } = countingFs({ slowSyncMs: () => slowMs });
-  const log = await openLog(dir.path, fs, 4096);
+  const disk = countingFs({ slowSyncMs: () => slowMs });
+  const { calls } = disk;
+  const log = await openLog(dir.path, disk, 4096);
   try {
     await append(log, Buffer.alloc(100)); // creates the segment
     await append(log, Buffer.alloc(100));
@@ -145,10 +190,82 @@ test('after a slow write on the calling thread, writes go through the thread poo
   }
 });
 
+test("a slow write on the calling thread keeps every log's writes off it (they share the disk)", async () => {
+  const dirA = tempDir();
+  const dirB = tempDir();
+  let slowMs = 0;
+  const last = { ms: 0 };
+  const a = countingFs({ slowSyncMs: () => slowMs, last });
+  const b = countingFs({ last });
+  const gate = new TestGate(a.lastDelay);
+  const logA = await openLog(dirA.path, a, 4096, gate);
+  const logB = await openLog(dirB.path, b, 4096, gate);
+  try {
+    for (const log of [logA, logB]) {
+      await append(log, Buffer.alloc(100)); // creates the segment
+      await append(log, Buffer.alloc(100));
+    }
+    assert.equal(b.calls.sync, 1, 'a fast disk: the second log writes on the calling thread');
+
+    slowMs = INLINE_SLOW_MS + 5;
+    await append(logA, Buffer.alloc(100));
+    assert.equal(a.calls.sync, 2, 'the slow write itself was on the calling thread');
+    slowMs = 0;
+    const asyncBefore = b.calls.async;
+    await append(logB, Buffer.alloc(100));
+    assert.equal(b.calls.sync, 1, "then the other log's writes are not on the calling thread either");
+    assert.equal(b.calls.async, asyncBefore + 1, 'but through the thread pool');
+  } finally {
+    await logA.close();
+    await logB.close();
+    dirA.cleanup();
+    dirB.cleanup();
+  }
+});
+
+test('while writes are off the calling thread, a small write that is slow in the thread pool extends the pause', async () => {
+  const dir = tempDir();
+  let slowSyncMs = 0;
+  let slowAsyncMs = 0;
+  const disk = countingFs({ slowSyncMs: () => slowSyncMs, slowAsyncMs: () => slowAsyncMs });
+  const { calls } = disk;
+  const log = await openLog(dir.path, disk, 4096);
+  try {
+    await append(log, Buffer.alloc(100)); // creates the segment
+    slowSyncMs = INLINE_SLOW_MS + 5;
+    await append(log, Buffer.alloc(100));
+    slowSyncMs = 0;
+    assert.equal(calls.sync, 1, 'a slow write on the calling thread: a pause begins');
+
+    await sleep(INLINE_PAUSE_MS / 2);
+    // The disk is slow again while writes go through the thread pool.
+    slowAsyncMs = INLINE_SLOW_MS + 20;
+    await append(log, Buffer.alloc(100));
+    slowAsyncMs = 0;
+    assert.equal(calls.sync, 1, 'the slow write went through the thread pool');
+
+    // Past the end of the first pause, but not of a pause counted from the slow write.
+    await sleep(INLINE_PAUSE_MS / 2 + 100);
+    const asyncBefore = calls.async;
+    await append(log, Buffer.alloc(100));
+    assert.equal(calls.sync, 1, 'the slow write in the thread pool kept writes off the calling thread');
+    assert.equal(calls.async, asyncBefore + 1);
+
+    // The disk is still slow: the pause from that write is the next one, twice the first.
+    await sleep(2 * INLINE_PAUSE_MS);
+    await append(log, Buffer.alloc(100));
+    assert.equal(calls.sync, 2, 'after that pause, on the calling thread again');
+  } finally {
+    await log.close();
+    dir.cleanup();
+  }
+});
+
 test('while the event loop is busy, small flushes go through the thread pool too', async () => {
   const dir = tempDir();
-  const { fs, calls } = countingFs();
-  const log = await openLog(dir.path, fs, 4096);
+  const disk = countingFs();
+  const { calls } = disk;
+  const log = await openLog(dir.path, disk, 4096);
   try {
     await append(log, Buffer.alloc(100)); // creates the segment
     await append(log, Buffer.alloc(100));
@@ -170,8 +287,9 @@ test('while the event loop is busy, small flushes go through the thread pool too
 test('a failed write on the calling thread is refused and never acknowledged', async () => {
   const dir = tempDir();
   let fail = false;
-  const { fs, calls } = countingFs({ failSync: () => fail });
-  const log = await openLog(dir.path, fs, 4096);
+  const disk = countingFs({ failSync: () => fail });
+  const { calls } = disk;
+  const log = await openLog(dir.path, disk, 4096);
   try {
     const kept = await append(log, Buffer.alloc(100, 1));
     fail = true;

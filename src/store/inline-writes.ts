@@ -1,0 +1,61 @@
+/**
+ * Whether the store's small flushes may be written on the event loop (segment-log.ts,
+ * `inlineWriteBytes`), as far as the disk is concerned. A write on the loop blocks the loop for as
+ * long as the disk takes; a disk that stalls (a virtual disk here completed nothing for 300–500 ms
+ * at a time, with one write in flight) would freeze every connection, not only the writes waiting.
+ *
+ * One gate per process, because every log of the process writes to the same disk: once a write on the
+ * loop was slow (`INLINE_SLOW_MS`), no log writes on the loop for `INLINE_PAUSE_MS`, doubling while
+ * they stay slow (up to `INLINE_PAUSE_MAX_MS`); a fast one resets it. While writes go through the
+ * thread pool, a small one that still takes longer than `INLINE_SLOW_MS` (on the loop it would have
+ * stalled the loop as long) moves the end of the pause to a pause after it, so a disk that stays slow
+ * freezes the loop once, not once a pause. A thread-pool write is timed to its callback, so a busy
+ * loop makes it look slower: that only keeps writes off a loop that has no time to spare for them.
+ */
+
+/** A write on the loop that took longer than this stalled the loop for it. */
+export const INLINE_SLOW_MS = 10;
+/** The pause after the first slow write on the loop. */
+export const INLINE_PAUSE_MS = 1000;
+/** The longest pause (a disk that stays slow costs one stall of the loop a minute). */
+export const INLINE_PAUSE_MAX_MS = 60_000;
+
+export class InlineWriteGate {
+  /** `performance.now()` before which no write is made on the loop. */
+  private pausedUntil = 0;
+  /** The pause after the next slow write on the loop. */
+  private pause = INLINE_PAUSE_MS;
+
+  /** Whether a small flush may be written on the loop at `now` (the disk has not stalled lately). */
+  isOpen(now: number): boolean {
+    return now >= this.pausedUntil;
+  }
+
+  /**
+   * A write on the loop that began at `started` took `took` ms. Returns the pause it started, in
+   * ms (0: it was fast).
+   */
+  wroteOnLoop(started: number, took: number): number {
+    if (took <= INLINE_SLOW_MS) {
+      this.pause = INLINE_PAUSE_MS;
+      return 0;
+    }
+    const pause = this.pause;
+    this.pausedUntil = Math.max(this.pausedUntil, started + took + pause);
+    this.pause = Math.min(pause * 2, INLINE_PAUSE_MAX_MS);
+    return pause;
+  }
+
+  /**
+   * A small write through the thread pool that began at `started` took `took` ms (to its callback).
+   * Returns the pause it started or extended, in ms (0: it was fast).
+   */
+  wroteInPool(started: number, took: number): number {
+    if (took <= INLINE_SLOW_MS) return 0;
+    this.pausedUntil = Math.max(this.pausedUntil, started + took + this.pause);
+    return this.pause;
+  }
+}
+
+/** One per process: every log of the process writes to the same disk. */
+export const inlineWriteGate = new InlineWriteGate();

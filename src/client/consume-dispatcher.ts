@@ -7,6 +7,14 @@
  * or nacked); different keys run in parallel. At most `concurrency` listeners run at once, whatever
  * the keys. Keys take turns (a key that just finished goes to the back), so one busy message group
  * cannot starve the others.
+ *
+ * The receive window (`waitForRoom`) counts what the listener still has to do: messages queued,
+ * waiting behind their FIFO key, or running. A message whose listener is done leaves it while its ack
+ * is on its way, as a message leaves RabbitMQ's prefetch window once the consumer has sent its ack: a
+ * window that also held every ack until the broker answered it kept the broker waiting for receives
+ * (W2 1.15× without, `docs/benchmarks.md`, thirteenth session). Acks that pile up unanswered count
+ * again once there are more of them than the window itself, so a broker slow to answer acks cannot
+ * make the client hold more than twice the window.
  */
 import type { MessageView } from './message.js';
 
@@ -38,7 +46,10 @@ export class ConsumeDispatcher {
   private running = 0;
   /** Messages handed to the listener and not yet settled. */
   private started = 0;
-  private unsettled = 0;
+  /** Messages received whose listener is not done: queued, waiting behind their key, or running. */
+  private unconsumed = 0;
+  /** Messages whose listener is done and whose ack or nack is on its way. */
+  private settling = 0;
   private stopped = false;
 
   constructor(
@@ -48,7 +59,12 @@ export class ConsumeDispatcher {
 
   /** Messages received and not yet settled (queued, running, or being acked/nacked). */
   get size(): number {
-    return this.unsettled;
+    return this.unconsumed + this.settling;
+  }
+
+  /** What counts against a receive window of `limit` (see above). */
+  held(limit: number): number {
+    return this.unconsumed + Math.max(0, this.settling - limit);
   }
 
   /** Listeners running now. */
@@ -58,7 +74,7 @@ export class ConsumeDispatcher {
 
   push(messages: readonly MessageView[], keyOf: (m: MessageView) => string | null): void {
     for (const message of messages) {
-      this.unsettled++;
+      this.unconsumed++;
       const key = keyOf(message);
       if (key === null) {
         this.ready.push({ key, message });
@@ -72,12 +88,12 @@ export class ConsumeDispatcher {
     this.pump();
   }
 
-  /** Resolve once fewer than `limit` messages are unsettled, or the dispatcher stops. */
+  /** Resolve once fewer than `limit` messages are held (`held`), or the dispatcher stops. */
   waitForRoom(limit: number): Promise<void> {
-    if (this.unsettled < limit || this.stopped) return Promise.resolve();
+    if (this.held(limit) < limit || this.stopped) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const check = () => {
-        if (this.unsettled < limit || this.stopped) {
+        if (this.held(limit) < limit || this.stopped) {
           this.roomWaiters.delete(check);
           resolve();
         }
@@ -96,7 +112,7 @@ export class ConsumeDispatcher {
     for (const rest of this.waiting.values()) dropped.push(...rest);
     this.ready.length = 0;
     this.waiting.clear();
-    this.unsettled -= dropped.length;
+    this.unconsumed -= dropped.length;
     this.wakeRoom();
     if (this.started > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     return dropped;
@@ -117,12 +133,15 @@ export class ConsumeDispatcher {
 
   private consumed(unit: Unit, ok: boolean): void {
     this.running--;
+    this.unconsumed--;
+    this.settling++;
+    this.wakeRoom();
     this.pump();
     this.hooks.settle(unit.message, ok, () => this.settled(unit));
   }
 
   private settled(unit: Unit): void {
-    this.unsettled--;
+    this.settling--;
     this.started--;
     if (unit.key !== null) this.next(unit.key);
     this.wakeRoom();

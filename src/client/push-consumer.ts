@@ -3,7 +3,8 @@
  *
  * Per assignment (QueryAssignment, every `assignmentIntervalMs`) `receiveConcurrency` long-polling loops receive with
  * `auto_renew` (the broker keeps the messages invisible while this client lives) as long as fewer
- * than `maxCachedMessages` are waiting or running. Listeners run with bounded concurrency; for a FIFO
+ * than `maxCachedMessages` are waiting or running (acks on their way do not count, up to as many
+ * again; consume-dispatcher.ts). Listeners run with bounded concurrency; for a FIFO
  * group (the broker's Settings reply says `fifo`) the messages of one message group run one at a
  * time, in order (consume-dispatcher.ts). SUCCESS acks (batched); FAILURE, a thrown error, a listener
  * past `consumeTimeoutMs` or a corrupted body nacks: ChangeInvisibleDuration with the group's retry
@@ -63,7 +64,11 @@ export interface PushConsumerOptions extends ConsumerOptions {
   receiveBatchSize?: number;
   /** How long a receive waits on the broker for messages to arrive (the broker caps it at 20 s). @defaultValue 20000 */
   longPollingTimeoutMs?: number;
-  /** Messages received but not yet settled, at most; receiving pauses above it. @defaultValue 1024 */
+  /**
+   * Messages received whose listener is not done (waiting or running), at most; receiving pauses
+   * above it. A message whose ack is on its way no longer counts, unless more than this many acks are
+   * waiting for the broker's answer. @defaultValue 1024
+   */
   maxCachedMessages?: number;
   /**
    * ReceiveMessage calls in flight per assignment (each long-polls; several hide the broker's
@@ -245,7 +250,7 @@ export class PushConsumer extends ConsumerBase {
       if (signal.aborted) break;
       const batchSize = Math.max(
         1,
-        Math.min(this.options.receiveBatchSize, this.brokerBatchSize, max - this.dispatcher.size),
+        Math.min(this.options.receiveBatchSize, this.brokerBatchSize, max - this.dispatcher.held(max)),
       );
       try {
         const messages = await this.receiveFrom(conn, queue, {

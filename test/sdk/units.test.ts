@@ -171,6 +171,41 @@ test('dispatcher: FIFO keys run one at a time in order, others in parallel, boun
   assert.deepEqual(await d.stop(), []);
 });
 
+test('dispatcher: a message leaves the receive window once its listener is done, not once its ack is answered', async () => {
+  // Acks stay unanswered until the test answers them.
+  const unanswered: (() => void)[] = [];
+  const d = new ConsumeDispatcher(() => 16, {
+    consume: (_m, done) => queueMicrotask(() => done(true)),
+    settle: (_m, _ok, done) => void unanswered.push(done),
+  });
+  const batch = (prefix: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ messageId: `${prefix}${i}` }) as MessageView);
+  const hasRoom = async (limit: number) => {
+    let room = false;
+    void d.waitForRoom(limit).then(() => (room = true));
+    await sleep(5);
+    return room;
+  };
+  try {
+    d.push(batch('a', 4), () => null);
+    await sleep(5);
+    assert.equal(unanswered.length, 4, 'every listener is done and its ack on its way');
+    assert.equal(d.size, 4, 'received and not yet settled');
+    assert.equal(d.held(4), 0, 'but nothing held against a window of 4');
+    assert.ok(await hasRoom(4), 'so receiving goes on while the acks wait for their answer');
+
+    d.push(batch('b', 5), () => null);
+    await sleep(5);
+    assert.equal(d.held(4), 5, 'acks past a whole window unanswered count again');
+    assert.equal(await hasRoom(4), false, 'so a broker slow to answer acks stops the receiving');
+    for (const answer of unanswered.splice(0, 2)) answer();
+    assert.ok(await hasRoom(4), 'and answers make room again');
+  } finally {
+    for (const answer of unanswered.splice(0)) answer();
+    assert.deepEqual(await d.stop(), []);
+  }
+});
+
 test('push consumer settling: a retriable ack failure is retried up to settleMaxAttempts, then given up', async () => {
   const consumer = new PushConsumer({
     endpoints: '127.0.0.1:1',

@@ -12,9 +12,9 @@
  * waiting behind their FIFO key, or running. A message whose listener is done leaves it while its ack
  * is on its way, as a message leaves RabbitMQ's prefetch window once the consumer has sent its ack: a
  * window that also held every ack until the broker answered it kept the broker waiting for receives
- * (W2 1.15× without, `docs/benchmarks.md`, thirteenth session). Acks that pile up unanswered count
- * again once there are more of them than the window itself, so a broker slow to answer acks cannot
- * make the client hold more than twice the window.
+ * (W2 1.17× without that, median of 24 alternating pairs; `docs/benchmarks.md`, thirteenth
+ * session). Acks that pile up unanswered count again once there are more of them than the window
+ * itself, so a broker slow to answer acks cannot make the client hold more than twice the window.
  */
 import type { MessageView } from './message.js';
 

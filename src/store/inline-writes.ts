@@ -6,10 +6,10 @@
  *
  * One gate per process, because every log of the process writes to the same disk: once a write on the
  * loop was slow (`INLINE_SLOW_MS`), no log writes on the loop for `INLINE_PAUSE_MS`, doubling while
- * they stay slow (up to `INLINE_PAUSE_MAX_MS`); a fast one resets it. While writes go through the
- * thread pool, a small one that still takes longer than `INLINE_SLOW_MS` (on the loop it would have
- * stalled the loop as long) moves the end of the pause to a pause after it, so a disk that stays slow
- * freezes the loop once, not once a pause. A thread-pool write is timed to its callback, so a busy
+ * they stay slow (up to `INLINE_PAUSE_MAX_MS`); a fast one resets it. A small write through the
+ * thread pool that takes longer than `INLINE_SLOW_MS` (on the loop it would have stalled the loop as
+ * long) starts a pause too, or moves the end of the current one to a pause after it, so a disk that
+ * stays slow freezes the loop once, not once a pause. A thread-pool write is timed to its callback, so a busy
  * loop makes it look slower: that only keeps writes off a loop that has no time to spare for them.
  */
 

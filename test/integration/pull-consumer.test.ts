@@ -106,11 +106,25 @@ test(
         const all = [c1, c3].flatMap((c) => sorted(c.assignment()));
         return all.length === 8 && new Set(all).size === 8;
       });
+      // The last rebalance has settled: from here on each queue has one reader, reading forward.
+      const settledAt = seen.length;
       await until(() => new Set(seen).size === 400, 15_000);
       stop.abort();
       await Promise.all([r1, r2, r3]);
-      const duplicates = seen.length - new Set(seen).size;
-      assert.ok(duplicates < 100, `${duplicates} duplicates, only around rebalances`);
+      // Duplicates only around rebalances: a new owner re-reads what the old one handed out since its
+      // last commit (how many depends on how long commits take: a stalling disk makes it more), but
+      // nothing first handed out after the last rebalance comes twice, and with two hand-overs nothing
+      // comes more than three times.
+      const first = new Map<string, number>();
+      const times = new Map<string, number>();
+      seen.forEach((body, i) => {
+        if (!first.has(body)) first.set(body, i);
+        times.set(body, (times.get(body) ?? 0) + 1);
+      });
+      const repeated = [...times].filter(([, n]) => n > 1).map(([body]) => body);
+      const late = repeated.filter((body) => first.get(body)! >= settledAt);
+      assert.deepEqual(late, [], `repeated after the last rebalance (${repeated.length} repeated in all)`);
+      assert.ok(Math.max(...times.values()) <= 3, 'no message handed out more than three times');
     } finally {
       // Even when an assertion failed: stop every consumer, or the test process would never exit.
       stop.abort();

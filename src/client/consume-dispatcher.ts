@@ -162,8 +162,12 @@ export class ConsumeDispatcher {
     else this.waiting.delete(key);
   }
 
+  /**
+   * Called for every message consumed and settled: no copy of the set (a waiter only ever deletes
+   * itself, which a Set's iteration allows).
+   */
   private wakeRoom(): void {
     if (this.roomWaiters.size === 0) return;
-    for (const w of [...this.roomWaiters]) w();
+    for (const w of this.roomWaiters) w();
   }
 }

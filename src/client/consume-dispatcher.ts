@@ -15,6 +15,7 @@
  * (W2 1.17× without that, median of 24 alternating pairs; `docs/benchmarks.md`, thirteenth
  * session). Acks that pile up unanswered count again once there are more of them than the window
  * itself, so a broker slow to answer acks cannot make the client hold more than twice the window.
+ * The same holds for the bodies' bytes against a byte window (`maxCachedBytes`).
  */
 import type { MessageView } from './message.js';
 
@@ -50,6 +51,9 @@ export class ConsumeDispatcher {
   private unconsumed = 0;
   /** Messages whose listener is done and whose ack or nack is on its way. */
   private settling = 0;
+  /** Body bytes of the `unconsumed` and of the `settling` messages. */
+  private unconsumedBytes = 0;
+  private settlingBytes = 0;
   private stopped = false;
 
   constructor(
@@ -67,6 +71,11 @@ export class ConsumeDispatcher {
     return this.unconsumed + Math.max(0, this.settling - limit);
   }
 
+  /** Body bytes that count against a window of `limitBytes`, by the same rule as `held`. */
+  heldBytes(limitBytes: number): number {
+    return this.unconsumedBytes + Math.max(0, this.settlingBytes - limitBytes);
+  }
+
   /** Listeners running now. */
   get active(): number {
     return this.running;
@@ -75,6 +84,7 @@ export class ConsumeDispatcher {
   push(messages: readonly MessageView[], keyOf: (m: MessageView) => string | null): void {
     for (const message of messages) {
       this.unconsumed++;
+      this.unconsumedBytes += message.body.length;
       const key = keyOf(message);
       if (key === null) {
         this.ready.push({ key, message });
@@ -88,12 +98,16 @@ export class ConsumeDispatcher {
     this.pump();
   }
 
-  /** Resolve once fewer than `limit` messages are held (`held`), or the dispatcher stops. */
-  waitForRoom(limit: number): Promise<void> {
-    if (this.held(limit) < limit || this.stopped) return Promise.resolve();
+  /**
+   * Resolve once fewer than `limit` messages and fewer than `limitBytes` body bytes are held (`held`,
+   * `heldBytes`), or the dispatcher stops.
+   */
+  waitForRoom(limit: number, limitBytes = Infinity): Promise<void> {
+    const room = () => this.stopped || (this.held(limit) < limit && this.heldBytes(limitBytes) < limitBytes);
+    if (room()) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const check = () => {
-        if (this.held(limit) < limit || this.stopped) {
+        if (room()) {
           this.roomWaiters.delete(check);
           resolve();
         }
@@ -113,6 +127,7 @@ export class ConsumeDispatcher {
     this.ready.length = 0;
     this.waiting.clear();
     this.unconsumed -= dropped.length;
+    for (const m of dropped) this.unconsumedBytes -= m.body.length;
     this.wakeRoom();
     if (this.started > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     return dropped;
@@ -135,6 +150,9 @@ export class ConsumeDispatcher {
     this.running--;
     this.unconsumed--;
     this.settling++;
+    const bytes = unit.message.body.length;
+    this.unconsumedBytes -= bytes;
+    this.settlingBytes += bytes;
     this.wakeRoom();
     this.pump();
     this.hooks.settle(unit.message, ok, () => this.settled(unit));
@@ -142,6 +160,7 @@ export class ConsumeDispatcher {
 
   private settled(unit: Unit): void {
     this.settling--;
+    this.settlingBytes -= unit.message.body.length;
     this.started--;
     if (unit.key !== null) this.next(unit.key);
     this.wakeRoom();

@@ -3,8 +3,8 @@
  *
  * Per assignment (QueryAssignment, every `assignmentIntervalMs`) `receiveConcurrency` long-polling loops receive with
  * `auto_renew` (the broker keeps the messages invisible while this client lives) as long as fewer
- * than `maxCachedMessages` are waiting or running (acks on their way do not count, up to as many
- * again; consume-dispatcher.ts). Listeners run with bounded concurrency; for a FIFO
+ * than `maxCachedMessages` (and bodies of fewer than `maxCachedBytes`) are waiting or running (acks
+ * on their way do not count, up to as many again; consume-dispatcher.ts). Listeners run with bounded concurrency; for a FIFO
  * group (the broker's Settings reply says `fifo`) the messages of one message group run one at a
  * time, in order (consume-dispatcher.ts). SUCCESS acks (batched); FAILURE, a thrown error, a listener
  * past `consumeTimeoutMs` or a corrupted body nacks: ChangeInvisibleDuration with the group's retry
@@ -71,6 +71,12 @@ export interface PushConsumerOptions extends ConsumerOptions {
    */
   maxCachedMessages?: number;
   /**
+   * The same window in body bytes (RocketMQ's `maxCacheMessageSizeInBytes`, 64 MiB): receiving pauses
+   * while the bodies of the messages `maxCachedMessages` counts reach it. A receive already on its way
+   * may bring one more batch. @defaultValue 67108864
+   */
+  maxCachedBytes?: number;
+  /**
    * ReceiveMessage calls in flight per assignment (each long-polls; several hide the broker's
    * per-receive latency when messages are plentiful). @defaultValue 4
    */
@@ -88,6 +94,7 @@ interface PushConfig extends ConsumerConfig {
   readonly receiveBatchSize: number;
   readonly longPollingTimeoutMs: number;
   readonly maxCachedMessages: number;
+  readonly maxCachedBytes: number;
   readonly receiveConcurrency: number;
   readonly assignmentIntervalMs: number;
   readonly settleMaxAttempts: number;
@@ -103,6 +110,7 @@ function resolvePushOptions(o: PushConsumerOptions): PushConfig {
     receiveBatchSize: integer('receiveBatchSize', o.receiveBatchSize, 256, 1, 1024),
     longPollingTimeoutMs: positive('longPollingTimeoutMs', o.longPollingTimeoutMs, 20_000),
     maxCachedMessages: integer('maxCachedMessages', o.maxCachedMessages, 1024, 1, 1_000_000),
+    maxCachedBytes: integer('maxCachedBytes', o.maxCachedBytes, 64 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     receiveConcurrency: integer('receiveConcurrency', o.receiveConcurrency, 4, 1, 64),
     assignmentIntervalMs: positive('assignmentIntervalMs', o.assignmentIntervalMs, 5000),
     settleMaxAttempts: integer('settleMaxAttempts', o.settleMaxAttempts, 5, 1, 1000),
@@ -245,8 +253,9 @@ export class PushConsumer extends ConsumerBase {
     let attemptId = randomUUID();
     let failures = 0;
     const max = this.options.maxCachedMessages;
+    const maxBytes = this.options.maxCachedBytes;
     while (!signal.aborted) {
-      await this.dispatcher.waitForRoom(max);
+      await this.dispatcher.waitForRoom(max, maxBytes);
       if (signal.aborted) break;
       const batchSize = Math.max(
         1,

@@ -230,6 +230,46 @@ describe('PushConsumer', { concurrency: true }, () => {
     await c.close();
   });
 
+  test('receiving pauses while the bodies held reach maxCachedBytes, and resumes as they are consumed', async () => {
+    const { topic, group } = await setup();
+    const body = Buffer.alloc(10_000, 7);
+    await Promise.all(Array.from({ length: 20 }, () => producer.send({ topic, body })));
+    // Listeners hold their messages until the test lets them go.
+    const held: (() => void)[] = [];
+    let received = 0;
+    let done = 0;
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        receiveBatchSize: 2,
+        receiveConcurrency: 1,
+        maxCachedBytes: 30_000,
+        listener: async () => {
+          received++;
+          await new Promise<void>((resolve) => held.push(resolve));
+          done++;
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
+    await c.start();
+    await waitFor(() => received >= 3, 5000, 'the first messages');
+    await sleep(300);
+    // 30,000 bytes are three bodies; the receive that crosses the line brings at most one batch of 2.
+    assert.ok(received >= 3 && received <= 4, `received ${received} of 20 while 30,000 bytes are held`);
+    const deadline = Date.now() + 10_000;
+    while (done < 20) {
+      assert.ok(Date.now() < deadline, `all 20 consumed within 10 s (${done} were)`);
+      for (const release of held.splice(0)) release();
+      await sleep(10);
+      if (received < 20) assert.ok(received - done <= 4, `at most 4 held, got ${received - done}`);
+    }
+    await waitFor(() => progress(b, group, topic).inflight === 0, 3000, 'acks');
+    await c.close();
+  });
+
   test('FIFO: each message group in order, one at a time; groups in parallel; a failure holds its group', async () => {
     const { topic, group } = await setup({ fifo: true, queues: 2, fifoRetryIntervalMs: 100 });
     const groups = ['A', 'B', 'C', 'D'];

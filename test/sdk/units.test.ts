@@ -155,7 +155,7 @@ test('dispatcher: FIFO keys run one at a time in order, others in parallel, boun
       });
     },
   });
-  const msg = (id: string) => ({ messageId: id }) as MessageView;
+  const msg = (id: string) => ({ messageId: id, body: Buffer.alloc(0) }) as MessageView;
   d.push([msg('a1'), msg('b1'), msg('a2'), msg('c1'), msg('a3'), msg('d1')], (m) => m.messageId[0]!);
   await new Promise<void>((resolve) => {
     const check = () => (d.size === 0 ? resolve() : setTimeout(check, 5));
@@ -179,7 +179,10 @@ test('dispatcher: a message leaves the receive window once its listener is done,
     settle: (_m, _ok, done) => void unanswered.push(done),
   });
   const batch = (prefix: string, n: number) =>
-    Array.from({ length: n }, (_, i) => ({ messageId: `${prefix}${i}` }) as MessageView);
+    Array.from(
+      { length: n },
+      (_, i) => ({ messageId: `${prefix}${i}`, body: Buffer.alloc(0) }) as MessageView,
+    );
   const hasRoom = async (limit: number) => {
     let room = false;
     void d.waitForRoom(limit).then(() => (room = true));
@@ -201,6 +204,51 @@ test('dispatcher: a message leaves the receive window once its listener is done,
     for (const answer of unanswered.splice(0, 2)) answer();
     assert.ok(await hasRoom(4), 'and answers make room again');
   } finally {
+    for (const answer of unanswered.splice(0)) answer();
+    assert.deepEqual(await d.stop(), []);
+  }
+});
+
+test('dispatcher: the receive window closes on body bytes as well as on messages', async () => {
+  // Listeners run only when the test lets them; acks stay unanswered until the test answers them.
+  const waitingListeners: ((ok: boolean) => void)[] = [];
+  const unanswered: (() => void)[] = [];
+  const d = new ConsumeDispatcher(() => 16, {
+    consume: (_m, done) => void waitingListeners.push(done),
+    settle: (_m, _ok, done) => void unanswered.push(done),
+  });
+  const sized = (id: string, bytes: number) => ({ messageId: id, body: Buffer.alloc(bytes) }) as MessageView;
+  const hasRoom = async (limit: number, limitBytes: number) => {
+    let room = false;
+    void d.waitForRoom(limit, limitBytes).then(() => (room = true));
+    await sleep(5);
+    return room;
+  };
+  try {
+    d.push([sized('a', 600), sized('b', 500)], () => null);
+    assert.equal(d.heldBytes(1000), 1100, 'bodies whose listener is not done are held');
+    assert.ok(await hasRoom(100, 2000), 'under both limits: room');
+    assert.equal(
+      await hasRoom(100, 1000),
+      false,
+      'two messages of a hundred, but past the byte window: no room',
+    );
+    waitingListeners.shift()!(true);
+    await sleep(5);
+    assert.equal(d.heldBytes(1000), 500, 'a consumed body leaves the window while its ack is on its way');
+    assert.ok(await hasRoom(100, 1000), 'and makes room');
+
+    waitingListeners.shift()!(true);
+    d.push([sized('c', 900), sized('d', 900)], () => null);
+    for (const done of waitingListeners.splice(0)) done(true);
+    await sleep(5);
+    assert.equal(unanswered.length, 4, 'every ack on its way, none answered');
+    assert.equal(d.heldBytes(1000), 1900, 'unanswered acks past a whole byte window count again');
+    assert.equal(await hasRoom(100, 1000), false, 'so a broker slow to answer acks stops the receiving');
+    for (const answer of unanswered.splice(0, 3)) answer();
+    assert.ok(await hasRoom(100, 1000), 'and answers make room again');
+  } finally {
+    for (const done of waitingListeners.splice(0)) done(true);
     for (const answer of unanswered.splice(0)) answer();
     assert.deepEqual(await d.stop(), []);
   }

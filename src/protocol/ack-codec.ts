@@ -7,7 +7,7 @@
  *
  * `decodeAckRequest` gives the object `decodeRequest` would (fields present on the wire, and only
  * those), or undefined for anything it does not cover (an unknown field, an unexpected wire type,
- * bytes that do not parse): protobufjs decides those. `encodeAckResponse` writes the bytes protobufjs
+ * bytes that do not parse, strings that are not UTF-8): protobufjs decides those. `encodeAckResponse` writes the bytes protobufjs
  * writes for the same object, or gives undefined for one it does not cover.
  * test/unit/ack-codec.test.ts checks both against protobufjs.
  */
@@ -71,8 +71,12 @@ function string(end: number): string {
   const start = pos;
   pos += n;
   if (n === 0) return '';
-  // Invalid UTF-8 would be decoded to U+FFFD as protobufjs does; ASCII (ids, handles) is the rule.
-  return buf.toString('utf8', start, pos);
+  // ASCII (ids, handles) is the rule. protobufjs refuses bytes that are not UTF-8 (the request is
+  // malformed) where `toString` makes them U+FFFD: a string with U+FFFD in it is left to protobufjs,
+  // which decides.
+  const s = buf.toString('utf8', start, pos);
+  if (s.indexOf('\uFFFD') >= 0) throw UNSUPPORTED;
+  return s;
 }
 
 /**

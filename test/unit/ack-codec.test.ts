@@ -36,6 +36,20 @@ test('fields in another order, and a resource given twice, decode as protobufjs 
   assert.deepEqual(decodeAckRequest(bytes), decodeRequest(ack.requestType, bytes));
 });
 
+test('a string that is not UTF-8 is left to protobufjs, which refuses the request', () => {
+  for (const bad of [Buffer.from([0xf0, 0x90, 0x80, 0x41]), Buffer.from([0x6d, 0xff])]) {
+    const bytes = Buffer.concat([
+      Buffer.from([(3 << 3) | 2, 2 + bad.length + 2 + handle.length, (1 << 3) | 2, bad.length]),
+      bad,
+      Buffer.from([(2 << 3) | 2, handle.length]),
+      Buffer.from(handle),
+    ]);
+    assert.equal(decodeAckRequest(bytes), undefined, `not decoded by hand: ${bad.toString('hex')}`);
+    const byProtobufjs = decodeRequest(ack.requestType, bytes) as Record<symbol, unknown>;
+    assert.ok(Object.getOwnPropertySymbols(byProtobufjs).length > 0, 'protobufjs marks it malformed');
+  }
+});
+
 test('what the hand decoder does not cover is left to protobufjs', () => {
   const lite = bytesOf({ entries: [{ message_id: 'm', receipt_handle: 'h', lite_topic: 'x' }] });
   assert.equal(decodeAckRequest(lite), undefined, 'an entry with a lite topic');

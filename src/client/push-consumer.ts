@@ -1,15 +1,15 @@
 /**
  * The PushConsumer: receives on its own and calls `listener` for each message.
  *
- * Per assignment (QueryAssignment, every `assignmentIntervalMs`) `receiveConcurrency` long-polling loops receive with
- * `auto_renew` (the broker keeps the messages invisible while this client lives) as long as fewer
- * than `maxCachedMessages` (and bodies of fewer than `maxCachedBytes`) are waiting or running (acks
- * on their way do not count, up to as many again; consume-dispatcher.ts). Listeners run with bounded concurrency; for a FIFO
- * group (the broker's Settings reply says `fifo`) the messages of one message group run one at a
- * time, in order (consume-dispatcher.ts). SUCCESS acks (batched); FAILURE, a thrown error, a listener
- * past `consumeTimeoutMs` or a corrupted body nacks: ChangeInvisibleDuration with the group's retry
- * interval for that attempt (the broker floors it to the group's policy, and dead-letters the message
- * once its attempts are spent).
+ * Per assignment (QueryAssignment, every `assignmentIntervalMs`) `receiveConcurrency` long-polling
+ * loops receive with `auto_renew` (the broker keeps the messages invisible while this client lives) as
+ * long as fewer than `maxCachedMessages`, with bodies of fewer than `maxCachedBytes`, are waiting or
+ * running (acks on their way do not count, up to as many again; consume-dispatcher.ts). Listeners run
+ * with bounded concurrency; for a FIFO group (the broker's Settings reply says `fifo`) the messages of
+ * one message group run one at a time, in order (consume-dispatcher.ts). SUCCESS acks (batched);
+ * FAILURE, a thrown error, a listener past `consumeTimeoutMs` or a corrupted body nacks:
+ * ChangeInvisibleDuration with the group's retry interval for that attempt (the broker floors it to
+ * the group's policy, and dead-letters the message once its attempts are spent).
  *
  * `close()` stops receiving, lets running listeners finish (each bounded by its consume timeout),
  * settles them, and only then terminates: messages received but never handed to the listener go back
@@ -72,8 +72,8 @@ export interface PushConsumerOptions extends ConsumerOptions {
   maxCachedMessages?: number;
   /**
    * The same window in body bytes (RocketMQ's `maxCacheMessageSizeInBytes`, 64 MiB): receiving pauses
-   * while the bodies of the messages `maxCachedMessages` counts reach it. A receive already on its way
-   * may bring one more batch. @defaultValue 67108864
+   * while the bodies of the messages `maxCachedMessages` counts reach it. Receives already on their
+   * way (one per receive loop) may each bring one more batch. @defaultValue 67108864
    */
   maxCachedBytes?: number;
   /**

@@ -14,6 +14,7 @@
 import type { Resource, Status } from '../protocol/wire-types.js';
 import { prefixedBuffer } from '../protocol/transport/grpc-wire.js';
 import { vsize, writeVarint } from '../protocol/varint.js';
+import { RecentString, utf8 } from '../common/utf8-strings.js';
 
 // ---- reading ----------------------------------------------------------------------------------------
 
@@ -69,51 +70,25 @@ function enter(end: number): number {
   return pos + n;
 }
 
-/**
- * Buffer's own UTF-8 slicer, which `toString('utf8', …)` ends in after checking its arguments and
- * looking up the encoding (protobufjs calls it too); undocumented, hence the fallback.
- */
-const utf8Slice = (Buffer.prototype as unknown as { utf8Slice?: (start: number, end: number) => string })
-  .utf8Slice;
-
 function string(end: number): string {
   const n = lengthOf(end);
   const start = pos;
   pos += n;
-  if (n === 0) return '';
-  return utf8Slice ? utf8Slice.call(buf, start, pos) : buf.toString('utf8', start, pos);
+  return utf8(buf, start, pos);
 }
 
-/** The last value of a field that repeats from message to message (topic, hosts), with its bytes. */
-class Recent {
-  readonly bytes = Buffer.alloc(128);
-  len = -1;
-  value = '';
-}
-
-/** A string field that usually repeats: the last string itself when the bytes are the same. */
-function recent(end: number, r: Recent): string {
+/** A string field that usually repeats (topic, hosts): the last string itself when the bytes are the same. */
+function recent(end: number, r: RecentString): string {
   const n = lengthOf(end);
   const start = pos;
   pos += n;
-  if (n === r.len) {
-    let i = 0;
-    while (i < n && buf[start + i] === r.bytes[i]) i++;
-    if (i === n) return r.value;
-  }
-  const v = n === 0 ? '' : utf8Slice ? utf8Slice.call(buf, start, pos) : buf.toString('utf8', start, pos);
-  if (n <= r.bytes.length) {
-    buf.copy(r.bytes, 0, start, pos);
-    r.len = n;
-    r.value = v;
-  } else r.len = -1;
-  return v;
+  return r.of(buf, start, pos);
 }
 
-const recentTopic = new Recent();
-const recentNamespace = new Recent();
-const recentBornHost = new Recent();
-const recentStoreHost = new Recent();
+const recentTopic = new RecentString();
+const recentNamespace = new RecentString();
+const recentBornHost = new RecentString();
+const recentStoreHost = new RecentString();
 
 function skip(wireType: number, end: number): void {
   switch (wireType) {

@@ -33,6 +33,7 @@ import { recallMessage } from './handlers/recall.js';
 import { WireAddressScheme, type Status } from './wire-types.js';
 import { frameResponses } from './message-frame.js';
 import { decodeAckRequest, encodeAckResponse } from './ack-codec.js';
+import { decodeSendRequest } from './send-request-codec.js';
 import { encodeSendResponse } from './send-codec.js';
 import { rpcTimer } from './rpc-stats.js';
 import { Code } from '../common/codes.js';
@@ -348,6 +349,7 @@ export class GrpcEndpoint {
       'SendMessage',
       unary('SendMessage', (ctx, req) => sendMessage(broker, ctx, req, log), {
         entriesField: 1,
+        decode: decodeSendRequest,
         encode: encodeSendResponse,
       }),
     );

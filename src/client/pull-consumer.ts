@@ -48,6 +48,8 @@ interface Position {
   next: number;
   /** Bumped by `seek`: a pull sent before it is answered for the old position, and dropped. */
   epoch: number;
+  /** Answers of this queue's pulls taken so far. */
+  answers: number;
   /** Next offset to consume: advanced as messages are handed out. */
   consumed: number;
   committed: number | null;
@@ -71,6 +73,8 @@ interface PendingPull {
   pos: Position;
   /** `pos.epoch` when it was sent. */
   epoch: number;
+  /** `pos.answers` when it was sent: a pull answered after another of its queue is stale. */
+  answers: number;
   answer: Promise<PullAnswer>;
 }
 
@@ -182,6 +186,10 @@ export class PullConsumer extends ConsumerBase {
         }
         const { pos } = pull;
         if (!this.isCurrent(pull)) continue; // rebalanced or sought meanwhile
+        // Another pull of this queue was answered first (when the owned queues change, the pull sent
+        // ahead can fall on the queue of the one in flight): these messages were handed out already.
+        if (pos.answers !== pull.answers) continue;
+        pos.answers++;
         if (answer.reset !== undefined) {
           // Retention removed our offset, or an admin reset moved the group: continue where we are told.
           pos.next = pos.consumed = answer.reset;
@@ -218,7 +226,7 @@ export class PullConsumer extends ConsumerBase {
   private sendPull(pollMs: number, signal: AbortSignal): PendingPull {
     const owned = [...this.positions.entries()];
     const [k, pos] = owned[this.rotation++ % owned.length]!;
-    return { k, pos, epoch: pos.epoch, answer: this.pullOnce(pos, pollMs, signal) };
+    return { k, pos, epoch: pos.epoch, answers: pos.answers, answer: this.pullOnce(pos, pollMs, signal) };
   }
 
   /** Commit the consumed position of every owned queue (only those that moved). */
@@ -340,6 +348,7 @@ export class PullConsumer extends ConsumerBase {
       this.positions.set(k, {
         next: start.offset,
         epoch: 0,
+        answers: 0,
         consumed: start.offset,
         committed: start.committed ? start.offset : null,
         conn,
@@ -361,7 +370,7 @@ export class PullConsumer extends ConsumerBase {
     );
     if (res.status?.code === Code.OK) return { offset: res.offset ?? 0, committed: true };
     if (res.status && res.status.code !== Code.OFFSET_NOT_FOUND) throw fromStatus(res.status, 'GetOffset');
-    const p: Position = { next: 0, epoch: 0, consumed: 0, committed: null, conn, queue };
+    const p: Position = { next: 0, epoch: 0, answers: 0, consumed: 0, committed: null, conn, queue };
     return { offset: await this.queryOffset(p, this.startPosition), committed: false };
   }
 }

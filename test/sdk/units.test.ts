@@ -6,7 +6,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { VelaClientError } from '../../src/index.js';
-import { decodeMessageId, newMessageId, Producer, PushConsumer, ConsumeResult } from '../../src/index.js';
+import {
+  decodeMessageId,
+  newMessageId,
+  Producer,
+  PullConsumer,
+  PushConsumer,
+  ConsumeResult,
+} from '../../src/index.js';
 import { backoffDelay, connectTimeout, nackDelayMs, receiveRetryDelay } from '../../src/client/backoff.js';
 import { parseEndpoints, grpcTarget } from '../../src/client/endpoints.js';
 import {
@@ -292,4 +299,57 @@ test('push consumer settling: a retriable ack failure is retried up to settleMax
   assert.equal(fatal.retriable, false);
   assert.equal(await settle(fatal, [undefined]), 0, 'a non-retriable failure is not retried');
   await consumer.close();
+});
+
+test('pull consumer: a queue pulled twice at once (the pull sent ahead lands on it after a rebalance) hands its messages out once', async () => {
+  const c = new PullConsumer({ endpoints: '127.0.0.1:1', group: 'g', subscriptions: { t: '*' } });
+  // No broker: the consumer's queues and its pulls are set by hand; each queue holds offsets 0–3 and a
+  // pull answers two from where its queue's position was when it was sent.
+  const internals = c as unknown as {
+    start: () => Promise<void>;
+    pullOnce: (pos: { next: number; queue: { id: number } }) => Promise<unknown>;
+    positions: Map<string, object>;
+  };
+  internals.start = async () => {};
+  const stop = new AbortController();
+  const drained = new Set<number>();
+  internals.pullOnce = async (pos) => {
+    const from = pos.next;
+    const offsets = [from, from + 1].filter((o) => o < 4);
+    if (offsets.length === 0) drained.add(pos.queue.id);
+    if (drained.has(0) && drained.has(2)) stop.abort(); // A and B read through: enough
+    return {
+      messages: offsets.map((o) => ({ messageId: `q${pos.queue.id}-${o}`, queueOffset: o })),
+      next: from + offsets.length,
+    };
+  };
+  const position = (id: number) => ({
+    next: 0,
+    epoch: 0,
+    answers: 0,
+    consumed: 0,
+    committed: 0,
+    conn: {},
+    queue: { topic: { name: 't' }, id },
+  });
+  internals.positions = new Map([
+    ['A', position(0)],
+    ['X', position(1)],
+    ['B', position(2)],
+  ]);
+  const seen: string[] = [];
+  try {
+    for await (const m of c.messages({ signal: stop.signal })) {
+      seen.push(m.messageId);
+      // Once X's first message is out, X moves to another consumer: with A and B left, the pull sent
+      // ahead of B's (in flight) is B's again.
+      if (m.messageId === 'q1-0') internals.positions.delete('X');
+      if (seen.length >= 20) break;
+    }
+  } finally {
+    stop.abort();
+  }
+  const repeated = seen.filter((id, i) => seen.indexOf(id) !== i);
+  assert.deepEqual(repeated, [], `handed out twice: ${repeated.join(', ')} (${seen.join(', ')})`);
+  assert.ok(seen.includes('q2-0') && seen.includes('q2-3'), `B read through: ${seen.join(', ')}`);
 });

@@ -129,9 +129,8 @@ function mapEntry(end: number, into: Record<string, string>): void {
 }
 
 /** A message field may come once here; given twice, protobufjs merges the two. */
-function once<T>(current: T | undefined, read: () => T): T {
+function first(current: unknown): void {
   if (current !== undefined) throw UNSUPPORTED;
-  return read();
 }
 
 function systemProperties(end: number): SystemProperties {
@@ -156,10 +155,8 @@ function systemProperties(end: number): SystemProperties {
       case 4:
         expect(tag, LEN);
         // Typed with both fields; present here only as given, as protobufjs gives it.
-        sp.body_digest = once(
-          sp.body_digest,
-          () => digest(stop) as NonNullable<SystemProperties['body_digest']>,
-        );
+        first(sp.body_digest);
+        sp.body_digest = digest(stop) as NonNullable<SystemProperties['body_digest']>;
         break;
       case 5:
         expect(tag, VARINT);
@@ -171,7 +168,8 @@ function systemProperties(end: number): SystemProperties {
         break;
       case 7:
         expect(tag, LEN);
-        sp.born_timestamp = once(sp.born_timestamp, () => time(stop));
+        first(sp.born_timestamp);
+        sp.born_timestamp = time(stop);
         break;
       case 8:
         expect(tag, LEN);
@@ -179,7 +177,8 @@ function systemProperties(end: number): SystemProperties {
         break;
       case 9:
         expect(tag, LEN);
-        sp.store_timestamp = once(sp.store_timestamp, () => time(stop));
+        first(sp.store_timestamp);
+        sp.store_timestamp = time(stop);
         break;
       case 10:
         expect(tag, LEN);
@@ -187,7 +186,8 @@ function systemProperties(end: number): SystemProperties {
         break;
       case 11:
         expect(tag, LEN);
-        sp.delivery_timestamp = once(sp.delivery_timestamp, () => time(stop));
+        first(sp.delivery_timestamp);
+        sp.delivery_timestamp = time(stop);
         break;
       case 12:
         expect(tag, LEN);
@@ -203,7 +203,8 @@ function systemProperties(end: number): SystemProperties {
         break;
       case 15:
         expect(tag, LEN);
-        sp.invisible_duration = once(sp.invisible_duration, () => time(stop));
+        first(sp.invisible_duration);
+        sp.invisible_duration = time(stop);
         break;
       case 16:
         expect(tag, VARINT);
@@ -219,9 +220,8 @@ function systemProperties(end: number): SystemProperties {
         break;
       case 19:
         expect(tag, LEN);
-        sp.orphaned_transaction_recovery_duration = once(sp.orphaned_transaction_recovery_duration, () =>
-          time(stop),
-        );
+        first(sp.orphaned_transaction_recovery_duration);
+        sp.orphaned_transaction_recovery_duration = time(stop);
         break;
       default:
         throw UNSUPPORTED;
@@ -238,13 +238,15 @@ function message(end: number): WireMessage {
     expect(tag, LEN);
     switch (tag >>> 3) {
       case 1:
-        m.topic = once(m.topic, () => resource(stop));
+        first(m.topic);
+        m.topic = resource(stop);
         break;
       case 2:
         mapEntry(stop, (m.user_properties ??= {}));
         break;
       case 3:
-        m.system_properties = once(m.system_properties, () => systemProperties(stop));
+        first(m.system_properties);
+        m.system_properties = systemProperties(stop);
         break;
       case 4: {
         const bodyEnd = delimited(stop);

@@ -21,6 +21,7 @@ import type {
 } from '../protocol/wire-types.js';
 import { Connection, SDK_VERSION } from './connection.js';
 import { endpointsKey } from './endpoints.js';
+import { withQueueDefaults } from './message-queue.js';
 import { VelaClientError, checkStatus, closedError } from './errors.js';
 import type { ClientConfig } from './options.js';
 import { TelemetrySession } from './telemetry.js';
@@ -258,7 +259,7 @@ export abstract class ClientBase {
       topic: this.resource(topic),
       endpoints: this.clientConfig.accessPoint,
     });
-    const queues = res.message_queues ?? [];
+    const queues = (res.message_queues ?? []).map(withQueueDefaults);
     if (queues.length === 0) {
       throw new VelaClientError(Code.TOPIC_NOT_FOUND, `the route of ${topic} has no queue`, {
         rpc: 'QueryRoute',

@@ -14,6 +14,7 @@ import { fromMillis } from '../protocol/codec.js';
 import { WireClientType, type MessageQueue, type Settings, type Status } from '../protocol/wire-types.js';
 import { ConsumerBase, decodeAnswer, resolveConsumerOptions, type ConsumerOptions } from './consumer-base.js';
 import { clientError, fromStatus, isVelaClientError } from './errors.js';
+import { withQueueDefaults } from './message-queue.js';
 import type { DeliveryRef, MessageView } from './message.js';
 import { integer, nonNegative, positive, resolveClientOptions } from './options.js';
 import type { Connection } from './connection.js';
@@ -134,7 +135,7 @@ export class PullConsumer extends ConsumerBase {
   assignment(): QueueRef[] {
     return [...this.positions.values()].map((p) => ({
       topic: p.queue.topic.name ?? '',
-      queueId: p.queue.id ?? 0,
+      queueId: p.queue.id,
     }));
   }
 
@@ -332,8 +333,10 @@ export class PullConsumer extends ConsumerBase {
           endpoints: this.clientConfig.accessPoint,
         },
       );
-      for (const a of res.assignments ?? [])
-        owned.set(key(topic, a.message_queue.id ?? 0), { conn, queue: a.message_queue });
+      for (const a of res.assignments ?? []) {
+        const queue = withQueueDefaults(a.message_queue);
+        owned.set(key(topic, queue.id), { conn, queue });
+      }
     }
     let changed = false;
     for (const [k, p] of [...this.positions]) {

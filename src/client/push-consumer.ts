@@ -27,6 +27,7 @@ import {
   type ConsumerOptions,
 } from './consumer-base.js';
 import { VelaClientError, clientError, isVelaClientError } from './errors.js';
+import { withQueueDefaults } from './message-queue.js';
 import type { MessageView } from './message.js';
 import { integer, positive, resolveClientOptions } from './options.js';
 
@@ -219,7 +220,7 @@ export class PushConsumer extends ConsumerBase {
           },
         );
         for (const a of res.assignments ?? []) {
-          const q = a.message_queue;
+          const q = a.message_queue && withQueueDefaults(a.message_queue);
           if (q?.broker?.endpoints) wanted.set(`${topic}@${q.broker.name}@${q.id}`, q);
         }
       } catch (err) {

@@ -8,7 +8,16 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { messagingServiceDefinition } from '../../src/protocol/codec.js';
-import { Producer, VelaClientError, decodeMessageId, type SendReceipt } from '../../src/index.js';
+import {
+  Producer,
+  VelaClientError,
+  decodeMessageId,
+  newMessageId,
+  type SendReceipt,
+} from '../../src/index.js';
+import { prepareMessage } from '../../src/client/message.js';
+import { encodeSendRequest } from '../../src/client/send-encoder.js';
+import type { MessageQueue } from '../../src/protocol/wire-types.js';
 import { startBroker } from '../../src/server.js';
 import { sleep } from '../helpers.js';
 import { FaultProxy } from './fault-proxy.js';
@@ -315,6 +324,22 @@ describe('Producer', () => {
       Array.from({ length: 10 }, (_, i) => p.send({ topic: fifo, body: `f${i}`, messageGroup: `g${i % 2}` })),
     );
     assert.equal(callsFor(new Set(fr.map((r) => r.messageId))).length, 10);
+    await p.close();
+  });
+
+  test('every queue of a route has its id, queue 0 included: each request is written by the hand encoder', async () => {
+    const t = await topic();
+    const p = use(new Producer({ endpoints: b.endpoints, topics: [t] }));
+    await p.start();
+    // proto3 leaves queue 0's id off the wire; the decoded route must still say 0, or the
+    // SendMessage writer (which takes an integer queue id) hands queue 0's requests to protobufjs.
+    const route = await (p as unknown as { route(topic: string): Promise<MessageQueue[]> }).route(t);
+    assert.deepEqual(
+      route.map((q) => q.id).sort((x, y) => x - y),
+      Array.from({ length: route.length }, (_, i) => i),
+    );
+    const { wire } = prepareMessage({ topic: t, body: 'x' }, '', newMessageId(), false);
+    for (const q of route) assert.ok(encodeSendRequest([wire], q.id), `queue ${q.id}`);
     await p.close();
   });
 

@@ -46,6 +46,11 @@ export interface CompareOptions {
    */
   freshBrokers: boolean;
   /**
+   * W3: both processes record their pauses (collections, and event-loop turns of 4 ms or more), and
+   * each W3 round reports which of them its slow messages overlapped (pauses.ts).
+   */
+  w3Pauses: boolean;
+  /**
    * Another checkout of Vela (a directory with its node_modules): its broker runs every Vela workload
    * of every round too, right before or after this checkout's (the order alternates), with this
    * checkout's clients; the report adds each figure's ratio per round.
@@ -88,6 +93,9 @@ Options:
   --w3-seconds N        length of each W3 window (default 8, quick 3)
   --w3-rate N           W3a's send rate, msgs/s (default 5,000), e.g. for a soak at a rate the
                         machine sustains
+  --w3-pauses           W3: record the client's and (Vela) the broker's pauses — collections and
+                        event-loop turns of 4 ms or more — and say which of them the messages
+                        slower than 5 ms overlapped (a 1 ms timer in each process while on)
   --rss-every N         sample the server's RSS every N s during each measured part and print
                         min / max / slope (MiB per minute); default 5
   --repeat N            run each target's workloads N rounds (one server start per target) and
@@ -242,6 +250,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let waitIdleSeconds = 0;
   let repeat = 1;
   let freshBrokers = false;
+  let w3Pauses = false;
   let jsonFile: string | undefined;
   let render: string | undefined;
   let baselineDir: string | undefined;
@@ -320,6 +329,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--fresh-brokers':
         freshBrokers = true;
         break;
+      case '--w3-pauses':
+        w3Pauses = true;
+        break;
       case '--render':
         render = take();
         break;
@@ -370,6 +382,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     rssEverySeconds,
     repeat,
     freshBrokers,
+    w3Pauses,
     from,
     nodeFlags,
     brokerFlags,

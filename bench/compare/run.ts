@@ -17,7 +17,7 @@ import { ensurePackages, machineInfo, npmVersionOf, versions } from './environme
 import { VELA_FROM_ENV, buildDist } from './vela-from.js';
 import { USAGE, brokerNodeFlags, parseArgs, workloadsFor, type CompareOptions } from './options.js';
 import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
-import { medianRound, renderTable } from './table.js';
+import { medianRound, pausesText, renderTable } from './table.js';
 import { formatRssTrend, rssTrend, type RssSample } from './rss-trend.js';
 import { machineBusyUs } from './proc-stat.js';
 import { delay, killAllNow, stopAll } from './servers/managed-process.js';
@@ -59,6 +59,7 @@ function brokerDebug(opts: CompareOptions, baseline: boolean): BrokerDebug {
     ...(opts.cpuProfDir ? { cpuProfDir: opts.cpuProfDir } : {}),
     ...(opts.icLogDir ? { icLogDir: opts.icLogDir } : {}),
     ...(opts.heapSampleDir ? { heapSampleDir: opts.heapSampleDir } : {}),
+    ...(opts.w3Pauses ? { pauses: true } : {}),
     nodeFlags: brokerNodeFlags(opts, baseline),
   };
 }
@@ -205,6 +206,9 @@ function specFor(
     ...(size.warmupMs !== undefined ? { warmupMs: size.warmupMs } : {}),
     ...(size.drainMs !== undefined ? { drainMs: size.drainMs } : {}),
     bodySize: BODY_SIZE,
+    ...(opts.w3Pauses && (workload === 'w3a' || workload === 'w3b')
+      ? { pauses: server.pausesFile ? { brokerFile: server.pausesFile } : {} }
+      : {}),
   };
 }
 
@@ -228,6 +232,7 @@ function summaryLine(r: WorkloadResult): string {
     parts.push(
       `client GC ${fmtMs(r.clientGc.totalMs / r.seconds)} ms/s in ${r.clientGc.count} pauses, longest ${fmtMs(r.clientGc.maxMs)} ms`,
     );
+  if (r.pauses) parts.push(pausesText(r.pauses));
   if (r.failed) parts.push(`${fmtInt(r.failed)} failed (${r.firstError ?? '?'})`);
   if (r.timeLimited) parts.push('time limit');
   if (r.drained === false) parts.push('NOT DRAINED');

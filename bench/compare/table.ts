@@ -3,6 +3,7 @@
  * (Vela's figure ÷ the peer's, for the SDK and for the official client). Pure: report in, Markdown out.
  */
 import { fmtInt, fmtMiB, fmtMs, fmtRatio, fmtUs, perMessage, ratio } from './stats.js';
+import { STALL_MS, type PauseBreakdown } from './pauses.js';
 import {
   TARGET_TITLES,
   isVela,
@@ -322,6 +323,7 @@ export function renderTable(report: CompareReport): string {
   const footer = notes.lines.map((n, i) => `[${i + 1}] ${n}`);
   const spread = report.rounds ? renderSpread(report) : [];
   const paired = renderPaired(report);
+  const pauses = renderPauses(report);
   return [
     ...header,
     '',
@@ -329,6 +331,7 @@ export function renderTable(report: CompareReport): string {
     ...(footer.length ? ['', ...footer] : []),
     ...(spread.length ? ['', ...spread] : []),
     ...(paired.length ? ['', ...paired] : []),
+    ...(pauses.length ? ['', ...pauses] : []),
   ].join('\n');
 }
 
@@ -424,4 +427,35 @@ export function renderPaired(report: CompareReport): string[] {
     }
   }
   return lines;
+}
+
+const pct = (n: number, of: number) => `${of > 0 ? Math.round((100 * n) / of) : 0} %`;
+
+/** One W3 result's slow messages by the pauses they overlapped (`--w3-pauses`), in words. */
+export function pausesText(p: PauseBreakdown): string {
+  const head = `${fmtInt(p.slow)} of ${fmtInt(p.messages)} (${pct(p.slow, p.messages)}) slower than ${fmtMs(p.slowMs)} ms`;
+  const time = (who: string, t: { ms: number; gcMs: number }) =>
+    `${who} ${fmtInt(t.ms)} ms (GC ${fmtInt(t.gcMs)})`;
+  if (!p.broker) {
+    return (
+      `${head}: during a client pause ${pct(p.clientOnly, p.slow)}, not ${pct(p.neither, p.slow)} ` +
+      `(the server's pauses are not recorded); pauses in the window: ${time('client', p.client)}`
+    );
+  }
+  return (
+    `${head}: during a pause of the client only ${pct(p.clientOnly, p.slow)}, the broker only ` +
+    `${pct(p.brokerOnly, p.slow)}, both ${pct(p.both, p.slow)}, neither ${pct(p.neither, p.slow)}; ` +
+    `pauses in the window: ${time('client', p.client)}, ${time('broker', p.broker)}`
+  );
+}
+
+/** Lines under the table for `--w3-pauses`: each W3 result's slow messages and the pauses they met. */
+export function renderPauses(report: CompareReport): string[] {
+  const with_ = report.results.filter((r) => r.pauses);
+  if (with_.length === 0) return [];
+  return [
+    "W3's slow messages and the pauses their trip overlapped (a pause: a collection, or an event loop " +
+      `that did not turn for ${STALL_MS} ms or more):`,
+    ...with_.map((r) => `- ${TARGET_TITLES[r.target]}, ${r.workload}: ${pausesText(r.pauses!)}`),
+  ];
 }

@@ -4,6 +4,7 @@
  */
 
 import type { RssSample, RssTrend } from './rss-trend.js';
+import type { PauseBreakdown } from './pauses.js';
 
 /**
  * The systems compared. Vela runs three times: with its own SDK, with the official RocketMQ Node client
@@ -57,6 +58,11 @@ export interface WorkloadSpec {
   drainMs?: number;
   /** Size of every message body in bytes. */
   bodySize: number;
+  /**
+   * W3 with `--w3-pauses`: record this process's pauses, and read the broker's from `brokerFile`
+   * (Vela's broker child writes it; absent for other servers).
+   */
+  pauses?: { brokerFile?: string };
 }
 
 export interface LatencySummary {
@@ -105,6 +111,8 @@ export interface ClientResult {
   clientCpuUs: number;
   /** W3: the client process's garbage-collection pauses that began in the measured window. */
   clientGc?: GcPauses;
+  /** W3 with `--w3-pauses`: the slow messages by the pauses they overlapped. */
+  pauses?: PauseBreakdown;
   /** Consumers: whether the server, asked afterwards, had nothing left un-acked (null: not checked). */
   drained?: boolean | null;
 }

@@ -1,9 +1,13 @@
 /**
  * The pure parts of `npm run bench:compare` (bench/compare): percentiles, ratios, the command line,
- * /proc parsing and the table. Nothing here is timed.
+ * /proc parsing, the table, and the W3 pause breakdown. Nothing here is timed (one test holds the
+ * event loop for 30 ms to see the pause log record it).
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fmtMs, fmtRatio, percentile, perMessage, ratio, summarize } from '../../bench/compare/stats.js';
 import {
   brokerNodeFlags,
@@ -14,7 +18,21 @@ import {
 } from '../../bench/compare/options.js';
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
-import { keptUp, medianRound, renderPaired, renderSpread, renderTable } from '../../bench/compare/table.js';
+import {
+  keptUp,
+  medianRound,
+  pausesText,
+  renderPaired,
+  renderSpread,
+  renderTable,
+} from '../../bench/compare/table.js';
+import {
+  appendPauses,
+  PauseLog,
+  pauseBreakdown,
+  readPauses,
+  type Pause,
+} from '../../bench/compare/pauses.js';
 import {
   areaOf,
   busyRuns,
@@ -663,5 +681,85 @@ describe('bench:compare inline-cache log summary', () => {
     const late = await summarizeIcLog(log, 0.5);
     assert.ok(!late.some((s) => s.site.startsWith('LoadIC body')), 'the first half is skipped');
     assert.equal(late[0]!.misses, 3);
+  });
+});
+
+describe('bench:compare W3 pauses (--w3-pauses)', () => {
+  const gc = (at: number, ms: number): Pause => ({ at, ms, kind: 'gc' });
+  const stall = (at: number, ms: number): Pause => ({ at, ms, kind: 'stall' });
+
+  test('slow messages counted by whose pauses overlapped their trip; fast ones not at all', () => {
+    // (sent at, latency) pairs: two fast, then slow ones at 100, 200, 300 and 400.
+    const trips = [0, 1, 10, 4.9, 100, 8, 200, 8, 300, 8, 400, 8];
+    const client = [gc(103, 2), stall(305, 6)];
+    const broker = [stall(190, 12), gc(290, 11.5)];
+    const b = pauseBreakdown(trips, client, broker, { from: 0, to: 1000 });
+    assert.equal(b.messages, 6);
+    assert.equal(b.slow, 4);
+    // 100–108: the client's GC at 103; 200–208: the broker's stall 190–202; 300–308: both; 400: neither.
+    assert.deepEqual([b.clientOnly, b.brokerOnly, b.both, b.neither], [1, 1, 1, 1]);
+    // Pause time in the window, overlaps once: the client 2 + 6 ms, the broker 12 + 11.5 ms.
+    assert.deepEqual(b.client, { ms: 8, gcMs: 2 });
+    assert.deepEqual(b.broker, { ms: 23.5, gcMs: 11.5 });
+    // A pause that ended before the trip began, or began after it arrived, does not count.
+    const edge = pauseBreakdown([50, 6], [gc(40, 9.9), gc(56.1, 1)], [], { from: 0, to: 100 });
+    assert.deepEqual([edge.clientOnly, edge.neither], [0, 1]);
+  });
+
+  test('a long pause found among many short ones; time counted once where pauses overlap; window bounds', () => {
+    const many = Array.from({ length: 200 }, (_, i) => stall(i * 10, 1));
+    const b = pauseBreakdown([995, 20], [gc(500, 600), ...many], null, { from: 0, to: 1000 });
+    assert.equal(b.clientOnly, 1, 'the 500–1,100 ms collection covers the trip at 995');
+    assert.equal(b.broker, null, 'a server whose pauses are not recorded');
+    // 500–1,000 from the collection (cut at the window's end), plus the stalls before 500: 50 × 1 ms.
+    assert.equal(b.client.ms, 550);
+    assert.equal(b.client.gcMs, 500);
+  });
+
+  test("the broker child's file: written as it goes, read back; no file means not recorded", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vela-pauses-'));
+    try {
+      const file = join(dir, 'pauses.log');
+      assert.equal(readPauses(file), null);
+      appendPauses(file, [gc(1_700_000_000_000.125, 3.5)]);
+      appendPauses(file, []);
+      appendPauses(file, [stall(1_700_000_000_010, 12)]);
+      assert.deepEqual(readPauses(file), [gc(1_700_000_000_000.125, 3.5), stall(1_700_000_000_010, 12)]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('the log catches an event loop held for 30 ms as a stall', async () => {
+    const log = new PauseLog().start();
+    await new Promise((r) => setTimeout(r, 5));
+    const t = performance.now();
+    while (performance.now() - t < 30) {
+      // hold the loop
+    }
+    await new Promise((r) => setTimeout(r, 5));
+    const stalls = log.stop().filter((p) => p.kind === 'stall');
+    assert.ok(
+      stalls.some((p) => p.ms >= 25),
+      `stalls: ${stalls.map((p) => p.ms.toFixed(1)).join(', ')}`,
+    );
+    assert.deepEqual(log.stop(), [], 'stopped: nothing more is recorded');
+  });
+
+  test('--w3-pauses on the command line; the lines under the table', () => {
+    assert.equal(parseArgs([]).w3Pauses, false);
+    assert.equal(parseArgs(['--w3-pauses']).w3Pauses, true);
+    const withBroker = pausesText(
+      pauseBreakdown([0, 8, 10, 8, 20, 1], [gc(1, 1)], [stall(12, 5)], { from: 0, to: 100 }),
+    );
+    assert.equal(
+      withBroker,
+      '2 of 3 (67 %) slower than 5.00 ms: during a pause of the client only 50 %, the broker only 50 %, ' +
+        'both 0 %, neither 0 %; pauses in the window: client 1 ms (GC 1), broker 5 ms (GC 0)',
+    );
+    assert.match(
+      pausesText(pauseBreakdown([0, 8], [], null, { from: 0, to: 100 })),
+      /during a client pause 0 %, not 100 % \(the server's pauses are not recorded\)/,
+    );
   });
 });

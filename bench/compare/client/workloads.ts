@@ -9,6 +9,7 @@
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { ClientResult, GcPauses, WorkloadSpec } from '../types.js';
 import { perSecond, summarize } from '../stats.js';
+import { PauseLog, pauseBreakdown, readPauses, type PauseBreakdown } from '../pauses.js';
 import { closeWithin, errorText, within, type OnMessage, type Peer, type Sender } from './peer.js';
 
 export interface Marks {
@@ -214,6 +215,24 @@ export async function consumeBacklog(
   };
 }
 
+/**
+ * The window's slow messages by the pauses they overlapped: this process's, and the broker's from the
+ * file its child writes a few times a second (waited for, so that the window's end is in it).
+ */
+async function pausesOf(
+  trips: readonly number[],
+  log: PauseLog,
+  brokerFile: string | undefined,
+  windowStart: number,
+  windowEnd: number,
+): Promise<PauseBreakdown> {
+  const client = log.stop();
+  if (brokerFile) await new Promise((r) => setTimeout(r, 600));
+  const broker = brokerFile ? readPauses(brokerFile) : null;
+  const from = performance.timeOrigin + windowStart;
+  return pauseBreakdown(trips, client, broker, { from, to: performance.timeOrigin + windowEnd });
+}
+
 /** W3: a sender paced to `spec.rate`, a consumer measuring each message's age on arrival. */
 export async function endToEnd(
   peer: Peer,
@@ -231,6 +250,9 @@ export async function endToEnd(
   let windowEnd = Infinity;
   let measuring = false;
   const latencies: number[] = [];
+  // --w3-pauses: each message of the window as (sent at, epoch ms; latency, ms) pairs.
+  const trips: number[] | undefined = spec.pauses ? [] : undefined;
+  const pauseLog = spec.pauses ? new PauseLog().start() : undefined;
   let consumedInWindow = 0;
   let consumedWhileMeasuring = 0;
   let receivedFromWindow = 0;
@@ -241,6 +263,7 @@ export async function endToEnd(
     if (now >= windowStart && now < windowEnd) consumedInWindow++;
     if (sentAt >= windowStart && sentAt < windowEnd) {
       latencies.push(now - sentAt);
+      trips?.push(performance.timeOrigin + sentAt, now - sentAt);
       receivedFromWindow++;
     }
   });
@@ -300,6 +323,10 @@ export async function endToEnd(
     marks.end();
     const clientCpuUs = cpuSince(cpu0);
     const clientGc = gc.stop(windowStart, windowEnd);
+    const pauses =
+      trips && pauseLog && spec.pauses
+        ? await pausesOf(trips, pauseLog, spec.pauses.brokerFile, windowStart, windowEnd)
+        : undefined;
     const latency = summarize(latencies);
     const windowSeconds = windowMs / 1000;
     return {
@@ -318,8 +345,10 @@ export async function endToEnd(
       missing: Math.max(0, expected() - receivedFromWindow),
       clientCpuUs,
       clientGc,
+      ...(pauses ? { pauses } : {}),
     };
   } finally {
+    pauseLog?.stop(); // a no-op when pausesOf stopped it
     await closeWithin('sender', sender.close(), 10_000);
     await closeWithin('consumer', sub.close(), 20_000);
   }

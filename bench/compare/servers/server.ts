@@ -12,6 +12,8 @@ export interface RunningServer {
   adminPort?: number;
   /** Where its data and logs are (removed by `stop()`). */
   dir: string;
+  /** Vela with `--w3-pauses`: the file its broker writes its pauses to (pauses.ts). */
+  pausesFile?: string;
   /** CPU (µs) and RSS (bytes) of all its processes now. */
   usage(): { cpuUs: number; rssBytes: number };
   /** Stop every process it started and remove its directory. */

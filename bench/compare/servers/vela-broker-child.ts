@@ -7,13 +7,16 @@
  * sampling heap profiler records the allocations that outlived two young-generation collections
  * (those collected by a full GC, and those still alive at the end), written to that file on SIGTERM.
  * `VELA_COMPARE_FROM=src`: the broker from its TypeScript sources instead of the compiled dist/.
+ * `VELA_COMPARE_PAUSES=<file>` (`bench:compare --w3-pauses`): the process's pauses (collections, and
+ * event-loop turns of 4 ms or more) are appended to that file as they happen (pauses.ts).
  */
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import type { HeapProfiler } from 'node:inspector';
 import { Session } from 'node:inspector/promises';
 import type * as VelaServer from '../../../src/server.js';
 import type * as BrokerHeap from '../../../src/cli/broker-heap.js';
 import { velaFrom } from '../vela-from.js';
+import { appendPauses, PauseLog, PAUSES_FILE_ENV } from '../pauses.js';
 
 // The broker users run (dist/, built by bench:compare) unless asked for the sources.
 const { startBroker, DEFAULTS } = (await import(
@@ -45,12 +48,21 @@ const running = await startBroker({
   shutdownGraceMs: 2000,
 });
 const heapSample = process.env.VELA_COMPARE_HEAP_SAMPLE;
+// `bench:compare --w3-pauses`: this process's pauses, appended to the file a few times a second.
+const pausesFile = process.env[PAUSES_FILE_ENV];
+if (pausesFile) appendFileSync(pausesFile, ''); // exists from now on: the reader can tell "none" from "not asked"
+const pauses = pausesFile ? new PauseLog().start() : undefined;
+const pauseWriter = pauses
+  ? setInterval(() => appendPauses(pausesFile!, pauses.take()), 250).unref()
+  : undefined;
 const stopSampling = heapSample ? await sampleHeap(heapSample) : async () => {};
 process.stdout.write(`READY ${running.grpcPort} ${running.httpPort} ${running.remotingPort}\n`);
 let closing = false;
 const close = () => {
   if (closing) return;
   closing = true;
+  if (pauseWriter) clearInterval(pauseWriter);
+  pauses?.stop();
   void stopSampling()
     .catch((err: unknown) => console.error('heap sample:', err))
     .then(() => running.close())

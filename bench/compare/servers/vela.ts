@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ManagedProcess, waitReady } from './managed-process.js';
 import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './server.js';
+import { PAUSES_FILE_ENV } from '../pauses.js';
 
 const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
 /** The file the broker child writes its allocation sample to (set: sample; unset: do not). */
@@ -42,6 +43,8 @@ export interface BrokerDebug {
   heapSampleDir?: string;
   /** Node/V8 flags the broker process starts with (`--node-flags`). */
   nodeFlags?: string[];
+  /** Record the broker's pauses to a file in its directory (`--w3-pauses`, pauses.ts). */
+  pauses?: boolean;
 }
 
 /**
@@ -55,6 +58,7 @@ export async function startVela(
   const child = options.root ? join(options.root, 'bench/compare/servers/vela-broker-child.ts') : CHILD;
   const dir = privateDir('vela');
   const log = join(dir, 'server.log');
+  const pausesFile = options.pauses ? join(dir, 'pauses.log') : undefined;
   // One directory per process: the main thread and tsx's loader thread each write a profile.
   const prof = options.cpuProfDir
     ? ['--cpu-prof', '--cpu-prof-dir', join(options.cpuProfDir, `broker-${options.label}`)]
@@ -77,11 +81,14 @@ export async function startVela(
       cwd: root,
       logFile: log,
       stdoutPipe: true,
-      ...(options.heapSampleDir
+      ...(options.heapSampleDir || pausesFile
         ? {
             env: {
               ...process.env,
-              [HEAP_SAMPLE_ENV]: join(options.heapSampleDir, `broker-${options.label}.heapprofile`),
+              ...(options.heapSampleDir
+                ? { [HEAP_SAMPLE_ENV]: join(options.heapSampleDir, `broker-${options.label}.heapprofile`) }
+                : {}),
+              ...(pausesFile ? { [PAUSES_FILE_ENV]: pausesFile } : {}),
             },
           }
         : {}),
@@ -102,6 +109,7 @@ export async function startVela(
     port: ports![0],
     adminPort: ports![1],
     dir,
+    ...(pausesFile ? { pausesFile } : {}),
     usage: () => sumUsage([proc]),
     stop: () => stopAndRemove([proc], dir),
   };

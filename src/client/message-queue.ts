@@ -1,9 +1,9 @@
 /**
  * A `MessageQueue` as the broker's answers carry it (QueryRoute, QueryAssignment), with the fields
- * proto3 leaves off the wire at their defaults filled in. Queue 0, broker id 0 and a queue without
- * accepted message types come without those fields, so the decoded object lacked them: queue 0 had
- * no `id`, and the producer's SendMessage writer (send-encoder.ts), which takes only an integer
- * queue id, left every request for queue 0 to protobufjs.
+ * proto3 leaves off the wire at their defaults filled in. Queue 0 comes without its id (as a queue
+ * without permissions or accepted message types comes without those), so the decoded object lacked
+ * it, and the producer's SendMessage writer (send-encoder.ts), which takes only an integer queue id,
+ * left every request for queue 0 to protobufjs.
  */
 import type { MessageQueue } from '../protocol/wire-types.js';
 

@@ -7,9 +7,11 @@
  *
  * `decodeAckRequest` gives the object `decodeRequest` would (fields present on the wire, and only
  * those), or undefined for anything it does not cover (an unknown field, an unexpected wire type,
- * bytes that do not parse, strings that are not UTF-8): protobufjs decides those. `encodeAckResponse` writes the bytes protobufjs
+ * bytes that do not parse, strings that are not UTF-8, an empty string, which encoders leave out
+ * and protobufjs drops): protobufjs decides those. `encodeAckResponse` writes the bytes protobufjs
  * writes for the same object, or gives undefined for one it does not cover.
- * test/unit/ack-codec.test.ts checks both against protobufjs.
+ * test/unit/ack-codec.test.ts checks both against protobufjs, test/unit/hand-decoders-fuzz.test.ts the
+ * decoder on damaged requests.
  */
 import type { Resource, Status } from './wire-types.js';
 import {
@@ -70,7 +72,9 @@ function string(end: number): string {
   const n = lengthOf(end);
   const start = pos;
   pos += n;
-  if (n === 0) return '';
+  // Every string here is a field without explicit presence: given empty (its default), protobufjs
+  // leaves it out of the object, where this would keep ''. Encoders do not write one; protobufjs decides.
+  if (n === 0) throw UNSUPPORTED;
   // ASCII (ids, handles) is the rule. protobufjs refuses bytes that are not UTF-8 (the request is
   // malformed) where `toString` makes them U+FFFD: a string with U+FFFD in it is left to protobufjs,
   // which decides.

@@ -28,9 +28,6 @@ export interface Pause {
   kind: PauseKind;
 }
 
-/** Epoch milliseconds on this process's high-resolution clock. */
-export const epochMs = (): number => performance.timeOrigin + performance.now();
-
 /** Record this process's pauses from `start()` to `stop()`. */
 export class PauseLog {
   private readonly pauses: Pause[] = [];

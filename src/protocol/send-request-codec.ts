@@ -7,9 +7,8 @@
  * number holds exactly, a map key `__proto__`, bytes that do not parse, a field without explicit
  * presence written with its default value ('' or 0: encoders leave it out, and protobufjs drops it).
  * Every produced batch is decoded here; protobufjs's decoder and `toObject` took ~11 % of the
- * broker's CPU in W1a
- * (docs/benchmarks.md, fourteenth session). test/unit/send-request-codec.test.ts checks it against
- * protobufjs, test/unit/hand-decoders-fuzz.test.ts on damaged requests.
+ * broker's CPU in W1a (docs/benchmarks.md, fourteenth session). test/unit/send-request-codec.test.ts
+ * checks it against protobufjs, test/unit/hand-decoders-fuzz.test.ts on damaged requests.
  */
 import type { Resource, SystemProperties, WireMessage } from './wire-types.js';
 import { RecentString, utf8 } from '../common/utf8-strings.js';

@@ -11,6 +11,7 @@
  * request (fields in number order, empty strings left out); test/sdk/hot-codec.test.ts checks both
  * against protobufjs.
  */
+import { isUtf8 } from 'node:buffer';
 import type { Resource, Status } from '../protocol/wire-types.js';
 import { prefixedBuffer } from '../protocol/transport/grpc-wire.js';
 import { vsize, writeVarint } from '../protocol/varint.js';
@@ -53,14 +54,26 @@ function varint(end: number): number {
   return (hi >>> 0) * 4294967296 + (lo >>> 0);
 }
 
-/** An int32 or enum field: the low 32 bits, signed, as protobufjs reads them (exact: see varint). */
+/**
+ * An int32 or enum field: the low 32 bits of the varint, signed, as protobufjs reads them. Read
+ * apart from `varint`: a varint of ten bytes need not be one of a negative int32 (an encoder may pad
+ * one), and its value as a number has lost the low bits by then.
+ */
 function int32(end: number): number {
-  return varint(end) | 0;
+  let v = 0;
+  for (let shift = 0; shift < 70; shift += 7) {
+    if (pos >= end) throw new Malformed('truncated varint');
+    const b = buf[pos++]!;
+    if (shift < 32) v |= (b & 127) << shift;
+    if (b < 128) return v | 0;
+  }
+  throw new Malformed('bad varint');
 }
 
 function lengthOf(end: number): number {
   const n = varint(end);
-  if (n > end - pos) throw new Malformed('length past the end');
+  // A ten-byte varint reads as a negative number: followed, it would move back, and loop for ever.
+  if (n < 0 || n > end - pos) throw new Malformed('length past the end');
   return n;
 }
 
@@ -70,11 +83,23 @@ function enter(end: number): number {
   return pos + n;
 }
 
+/**
+ * `s`, decoded from `buf[start, end)`, if those bytes are UTF-8. The slicer makes U+FFFD of bytes
+ * that are not; protobufjs and protobuf-java refuse a frame with such a string, and so does this
+ * (the character itself, written as UTF-8, passes).
+ */
+function wellFormed(s: string, start: number, end: number): string {
+  if (s.indexOf('\uFFFD') >= 0 && !isUtf8(buf.subarray(start, end))) {
+    throw new Malformed('a string that is not UTF-8');
+  }
+  return s;
+}
+
 function string(end: number): string {
   const n = lengthOf(end);
   const start = pos;
   pos += n;
-  return utf8(buf, start, pos);
+  return wellFormed(utf8(buf, start, pos), start, pos);
 }
 
 /** A string field that usually repeats (topic, hosts): the last string itself when the bytes are the same. */
@@ -82,7 +107,7 @@ function recent(end: number, r: RecentString): string {
   const n = lengthOf(end);
   const start = pos;
   pos += n;
-  return r.of(buf, start, pos);
+  return r.of(buf, start, pos, wellFormed);
 }
 
 const recentTopic = new RecentString();
@@ -90,8 +115,13 @@ const recentNamespace = new RecentString();
 const recentBornHost = new RecentString();
 const recentStoreHost = new RecentString();
 
-function skip(wireType: number, end: number): void {
-  switch (wireType) {
+/**
+ * Skip the value of a field the decoder does not read. A group (wire type 3, long deprecated) is
+ * skipped to its end tag, as protobufjs skips one; a stray end tag (4) or an unknown wire type is
+ * malformed.
+ */
+function skip(tag: number, end: number, depth = 0): void {
+  switch (tag & 7) {
     case 0:
       varint(end);
       return;
@@ -103,17 +133,30 @@ function skip(wireType: number, end: number): void {
       pos += n;
       return;
     }
+    case 3: {
+      if (depth > 64) throw new Malformed('groups nested too deeply');
+      for (;;) {
+        const inner = varint(end);
+        if ((inner & 7) === 4) return;
+        skip(inner, end, depth + 1);
+      }
+    }
     case 5:
       pos += 4;
       break;
     default:
-      throw new Malformed(`wire type ${wireType}`);
+      throw new Malformed(`wire type ${tag & 7}`);
   }
   if (pos > end) throw new Malformed('field past the end');
 }
 
-/** A Timestamp or Duration in ms (seconds × 1000 + whole ms of nanos), as `toMillis` reads it. */
-function millis(end: number): number {
+/**
+ * A Timestamp or Duration in ms (seconds × 1000 + whole ms of nanos), as `toMillis` reads it.
+ * `earlier`: the same field's value if it came already. Protobuf merges a message field given twice;
+ * no encoder writes one twice, so rather than merge two halves of a time, the frame is refused.
+ */
+function millis(end: number, earlier?: number): number {
+  if (earlier !== undefined) throw new Malformed('a time given twice');
   const stop = enter(end);
   let seconds = 0;
   let nanos = 0;
@@ -121,7 +164,7 @@ function millis(end: number): number {
     const tag = varint(stop);
     if (tag === 8) seconds = varint(stop);
     else if (tag === 16) nanos = int32(stop);
-    else skip(tag & 7, stop);
+    else skip(tag, stop);
   }
   return seconds * 1000 + Math.floor(nanos / 1e6);
 }
@@ -134,7 +177,7 @@ function status(end: number): Status {
     const tag = varint(stop);
     if (tag === 8) code = int32(stop);
     else if (tag === 18) message = string(stop);
-    else skip(tag & 7, stop);
+    else skip(tag, stop);
   }
   return { code, message };
 }
@@ -202,7 +245,7 @@ function resource(end: number, m: DecodedMessage): void {
     const tag = varint(stop);
     if (tag === 10) m.namespace = recent(stop, recentNamespace);
     else if (tag === 18) m.topic = recent(stop, recentTopic);
-    else skip(tag & 7, stop);
+    else skip(tag, stop);
   }
 }
 
@@ -214,7 +257,7 @@ function property(end: number, m: DecodedMessage): void {
     const tag = varint(stop);
     if (tag === 10) key = string(stop);
     else if (tag === 18) value = string(stop);
-    else skip(tag & 7, stop);
+    else skip(tag, stop);
   }
   (m.properties ??= {})[key] = value;
 }
@@ -225,7 +268,7 @@ function digest(end: number, m: DecodedMessage): void {
     const tag = varint(stop);
     if (tag === 8) m.digestType = int32(stop);
     else if (tag === 18) m.checksum = string(stop);
-    else skip(tag & 7, stop);
+    else skip(tag, stop);
   }
 }
 
@@ -253,19 +296,19 @@ function systemProperties(end: number, m: DecodedMessage): void {
         m.messageType = int32(stop);
         break;
       case (7 << 3) | 2:
-        m.bornTimestamp = millis(stop);
+        m.bornTimestamp = millis(stop, m.bornTimestamp);
         break;
       case (8 << 3) | 2:
         m.bornHost = recent(stop, recentBornHost);
         break;
       case (9 << 3) | 2:
-        m.storeTimestamp = millis(stop);
+        m.storeTimestamp = millis(stop, m.storeTimestamp);
         break;
       case (10 << 3) | 2:
         m.storeHost = recent(stop, recentStoreHost);
         break;
       case (11 << 3) | 2:
-        m.deliveryTimestamp = millis(stop);
+        m.deliveryTimestamp = millis(stop, m.deliveryTimestamp);
         break;
       case (12 << 3) | 2:
         m.receiptHandle = string(stop);
@@ -283,7 +326,7 @@ function systemProperties(end: number, m: DecodedMessage): void {
         m.messageGroup = string(stop);
         break;
       default:
-        skip(tag & 7, stop);
+        skip(tag, stop);
     }
   }
 }
@@ -310,7 +353,7 @@ function message(end: number, into: DecodedMessage | undefined): DecodedMessage 
         break;
       }
       default:
-        skip(tag & 7, stop);
+        skip(tag, stop);
     }
   }
   return m;
@@ -338,13 +381,16 @@ export function decodeDeliveryFrame(bytes: Buffer, pull: boolean, into?: Decoded
   try {
     while (pos < end) {
       const tag = varint(end);
+      // Protobuf merges a message field given twice; no encoder writes one twice: refused.
       if (tag === 10) {
+        if (frame.status) throw new Malformed('a status given twice');
         frame.status = status(end);
       } else if (tag === 18) {
+        if (frame.message) throw new Malformed('a message given twice');
         frame.message = message(end, into);
       } else if (tag === 24 && pull) {
         frame.nextOffset = varint(end);
-      } else skip(tag & 7, end);
+      } else skip(tag, end);
     }
   } finally {
     buf = EMPTY;
@@ -458,10 +504,10 @@ export function decodeAckResponse(bytes: Buffer): AckAnswer {
         while (pos < stop) {
           const t = varint(stop);
           if (t === 26) entry.status = status(stop);
-          else skip(t & 7, stop);
+          else skip(t, stop);
         }
         answer.entries.push(entry);
-      } else skip(tag & 7, end);
+      } else skip(tag, end);
     }
   } finally {
     buf = EMPTY;

@@ -23,15 +23,24 @@ export class RecentString {
   private len = -1;
   private value = '';
 
-  /** The string of `buf[start, end)`: the last one itself when the bytes are the same. */
-  of(buf: Buffer, start: number, end: number): string {
+  /**
+   * The string of `buf[start, end)`: the last one itself when the bytes are the same. `check` sees
+   * each string decoded anew before it is kept (and may throw to refuse it): a string handed out
+   * again was checked when it was decoded.
+   */
+  of(
+    buf: Buffer,
+    start: number,
+    end: number,
+    check?: (s: string, start: number, end: number) => string,
+  ): string {
     const n = end - start;
     if (n === this.len) {
       let i = 0;
       while (i < n && buf[start + i] === this.bytes[i]) i++;
       if (i === n) return this.value;
     }
-    const v = utf8(buf, start, end);
+    const v = check ? check(utf8(buf, start, end), start, end) : utf8(buf, start, end);
     if (n <= this.bytes.length) {
       buf.copy(this.bytes, 0, start, end);
       this.len = n;

@@ -7,9 +7,11 @@
  *
  * The decoder follows protobuf's rules as protobufjs applies them: fields in any order, the last
  * occurrence of a scalar wins, repeated and map fields accumulate, unknown fields are skipped by
- * wire type; bytes that do not parse throw. The encoder writes what protobufjs writes for the same
- * request (fields in number order, empty strings left out); test/sdk/hot-codec.test.ts checks both
- * against protobufjs.
+ * wire type (a group to its end tag). Bytes that do not parse throw, and so does what no encoder
+ * writes and protobuf would merge (a time, a status or a message given twice) and a string that is
+ * not UTF-8 (protobufjs and protobuf-java refuse those frames). The encoder writes what protobufjs
+ * writes for the same request (fields in number order, empty strings left out);
+ * test/sdk/hot-codec.test.ts checks both against protobufjs, the decoder also on damaged frames.
  */
 import { isUtf8 } from 'node:buffer';
 import type { Resource, Status } from '../protocol/wire-types.js';

@@ -59,3 +59,19 @@ export function bodyFor(id: string): Buffer {
   for (let i = 0; i < len; i++) out[i] = (h + i * 7) & 0xff;
   return out;
 }
+
+/**
+ * A random integer in [0, n) from a fixed seed (xorshift32): the same sequence on every run, so
+ * that a test over generated inputs reproduces its failure.
+ */
+export function seededRandom(seed: number): (n: number) => number {
+  let x = seed >>> 0 || 1;
+  return (n) => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x % n;
+  };
+}

@@ -17,6 +17,7 @@ import { MessageView } from '../../src/client/message.js';
 import { frameMessage } from '../../src/protocol/transport/grpc-wire.js';
 import type { WireMessage } from '../../src/protocol/wire-types.js';
 import type { BrokerMessage } from '../../src/broker/message.js';
+import { seededRandom } from '../helpers.js';
 
 const method = (name: string) => messagingMethods().get(name)!;
 const receive = method('ReceiveMessage').responseType;
@@ -267,16 +268,7 @@ test('decoding into one reused object: each message as if decoded alone, views k
 });
 
 test('damaged delivery frames: the SDK gives what protobufjs gives, or refuses the frame; never a string that is not UTF-8', () => {
-  // xorshift32 from a fixed seed: a failure reproduces.
-  let x = 0xc0ffee;
-  const rnd = (n: number) => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
+  const rnd = seededRandom(0xc0ffee); // a failure reproduces
   const seeds = messages.map(([, m]) => Buffer.from(encode(receive, { message: m })));
   let decoded = 0;
   let notUtf8 = 0;

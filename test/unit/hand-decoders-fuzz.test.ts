@@ -11,19 +11,7 @@ import assert from 'node:assert/strict';
 import { MALFORMED, decodeRequest, encode, messagingMethods } from '../../src/protocol/codec.js';
 import { decodeSendRequest } from '../../src/protocol/send-request-codec.js';
 import { decodeAckRequest } from '../../src/protocol/ack-codec.js';
-
-/** xorshift32: the same sequence on every run. */
-function prng(seed: number): (n: number) => number {
-  let x = seed >>> 0 || 1;
-  return (n) => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
-}
+import { seededRandom } from '../helpers.js';
 
 /** One damaged copy of `bytes`: a byte changed, inserted or removed, a span cut out, or the end cut off. */
 function damage(bytes: Buffer, rnd: (n: number) => number): Buffer {
@@ -77,7 +65,7 @@ function fuzz(
   seeds: readonly Buffer[],
   rounds: number,
 ): void {
-  const rnd = prng(0x5eed + seeds.length);
+  const rnd = seededRandom(0x5eed + seeds.length);
   const count = { hand: 0, left: 0 };
   for (let i = 0; i < rounds; i++) {
     let bytes = seeds[rnd(seeds.length)]!;

@@ -17,6 +17,7 @@ import {
   workloadsFor,
 } from '../../bench/compare/options.js';
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
+import { childBrokerSettings, parseCompareConfig } from '../../bench/compare/servers/child-settings.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
 import {
   keptUp,
@@ -209,6 +210,29 @@ describe('bench:compare command line', () => {
       'w1b',
       'w2',
     ]);
+  });
+
+  test("VELA_COMPARE_CONFIG overrides the broker child's own settings, not where it listens", () => {
+    // Sync flush unless asked: every Vela figure is measured with an fsync before each answer.
+    assert.equal(childBrokerSettings('/data', {}).flush, 'sync');
+    // The A/B of the flush policy: the setting must reach the broker (it was overridden to sync).
+    const async = childBrokerSettings('/data', parseCompareConfig('{"flush":"async","shutdownGraceMs":50}'));
+    assert.equal(async.flush, 'async');
+    assert.equal(async.shutdownGraceMs, 50);
+    const moved = childBrokerSettings(
+      '/data',
+      parseCompareConfig(
+        '{"dataDir":"/elsewhere","host":"0.0.0.0","grpcPort":8081,"httpPort":1,"remotingPort":2}',
+      ),
+    );
+    assert.deepEqual(
+      [moved.dataDir, moved.host, moved.grpcPort, moved.httpPort, moved.remotingPort],
+      ['/data', '127.0.0.1', 0, 0, 0],
+    );
+    assert.deepEqual(parseCompareConfig(undefined), {});
+    assert.deepEqual(parseCompareConfig(''), {});
+    assert.throws(() => parseCompareConfig('[1]'), /must be a JSON object/);
+    assert.throws(() => parseCompareConfig('"sync"'), /must be a JSON object/);
   });
 });
 

@@ -17,6 +17,7 @@ import type * as VelaServer from '../../../src/server.js';
 import type * as BrokerHeap from '../../../src/cli/broker-heap.js';
 import { velaFrom } from '../vela-from.js';
 import { appendPauses, PauseLog, PAUSES_FILE_ENV } from '../pauses.js';
+import { childBrokerSettings, parseCompareConfig } from './child-settings.js';
 
 // The broker users run (dist/, built by bench:compare) unless asked for the sources.
 const { startBroker, DEFAULTS } = (await import(
@@ -32,21 +33,10 @@ if (!dataDir) {
   console.error('usage: vela-broker-child.ts <dataDir>');
   process.exit(2);
 }
-const extra = process.env.VELA_COMPARE_CONFIG
-  ? (JSON.parse(process.env.VELA_COMPARE_CONFIG) as Record<string, unknown>)
-  : {};
+const extra = parseCompareConfig(process.env.VELA_COMPARE_CONFIG);
 // The broker itself ignores the setting (it is the process's), as with `vela broker`.
 applyHeapGrowing((extra.heapGrowingPercent as number | undefined) ?? DEFAULTS.heapGrowingPercent);
-const running = await startBroker({
-  ...extra,
-  dataDir,
-  host: '127.0.0.1',
-  grpcPort: 0,
-  httpPort: 0,
-  remotingPort: 0,
-  flush: 'sync',
-  shutdownGraceMs: 2000,
-});
+const running = await startBroker(childBrokerSettings(dataDir, extra) as Parameters<typeof startBroker>[0]);
 const heapSample = process.env.VELA_COMPARE_HEAP_SAMPLE;
 // `bench:compare --w3-pauses`: this process's pauses, appended to the file a few times a second.
 const pausesFile = process.env[PAUSES_FILE_ENV];

@@ -2,7 +2,8 @@
  * The Vela broker for the comparison, in its own process: `vela-broker-child.ts <dataDir>` starts
  * it on 127.0.0.1 (free ports, sync flush: every send is answered after an fsync covers it) and
  * prints `READY <grpcPort> <httpPort> <remotingPort>`; SIGTERM closes it. `VELA_COMPARE_CONFIG`, a JSON
- * object of broker settings (e.g. `{"consume":{"maxPushBatch":32}}`), is merged in: an A/B of one setting.
+ * object of broker settings (e.g. `{"consume":{"maxPushBatch":32}}` or `{"flush":"async"}`), is merged
+ * in over the child's own choices (child-settings.ts): an A/B of one setting.
  * `VELA_COMPARE_HEAP_SAMPLE=<file>` (`bench:compare --heap-sample DIR`): from READY until SIGTERM, V8's
  * sampling heap profiler records the allocations that outlived two young-generation collections
  * (those collected by a full GC, and those still alive at the end), written to that file on SIGTERM.

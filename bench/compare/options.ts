@@ -3,6 +3,7 @@
  * so the sizes and filters can be unit-tested.
  */
 import { remotingWorkloads } from './remoting-rows.js';
+import { parseCompareConfig } from './servers/child-settings.js';
 import { TARGETS, WORKLOADS, isVela, type Target, type Workload } from './types.js';
 
 export interface CompareOptions {
@@ -35,6 +36,12 @@ export interface CompareOptions {
    * broker's, so `--baseline` of the same checkout is an alternating A/B of the flags).
    */
   brokerFlags: string[];
+  /**
+   * Broker settings (a JSON object) for this checkout's Vela broker only, merged over
+   * `VELA_COMPARE_CONFIG`'s (top-level keys replace theirs): with `--baseline` of the same checkout,
+   * an alternating A/B of a setting.
+   */
+  brokerConfig?: string;
   /** Sample the server's RSS this often (seconds) during each measured part; summed up as a trend. */
   rssEverySeconds: number;
   /** Run each target's workloads this many rounds (one server start); the table shows the medians. */
@@ -131,6 +138,10 @@ Options:
                         start this checkout's Vela broker (not the clients, not the --baseline
                         broker) with these Node/V8 flags too: with --baseline of this same
                         checkout, an A/B of a broker runtime flag in alternating rounds
+  --broker-config JSON  this checkout's Vela broker (not the --baseline broker) with these broker
+                        settings too, a JSON object merged over VELA_COMPARE_CONFIG's (top-level
+                        keys replace theirs), e.g. '{"flush":"async"}': with --baseline of this same
+                        checkout, an A/B of a setting in alternating rounds
   --no-install          never run apt-get; fail if a server is missing
   --help                this text`;
 
@@ -247,6 +258,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let heapSampleDir: string | undefined;
   let nodeFlags: string[] = [];
   let brokerFlags: string[] = [];
+  let brokerConfig: string | undefined;
   let waitIdleSeconds = 0;
   let repeat = 1;
   let freshBrokers = false;
@@ -353,6 +365,16 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--broker-flags':
         brokerFlags = parseFlagList(flag, take());
         break;
+      case '--broker-config': {
+        const raw = take();
+        try {
+          parseCompareConfig(raw);
+        } catch (err) {
+          throw new Error(`--broker-config: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        brokerConfig = raw;
+        break;
+      }
       case '--baseline':
         baselineDir = take();
         break;
@@ -386,6 +408,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     from,
     nodeFlags,
     brokerFlags,
+    ...(brokerConfig !== undefined ? { brokerConfig } : {}),
     ...(cpuProfDir !== undefined ? { cpuProfDir } : {}),
     ...(icLogDir !== undefined ? { icLogDir } : {}),
     ...(heapSampleDir !== undefined ? { heapSampleDir } : {}),

@@ -52,7 +52,8 @@ let interrupted = false;
 
 /**
  * Where Vela's broker writes its CPU profiles, inline-cache log and allocation sample, if asked to,
- * and its Node/V8 flags (`--broker-flags` for this checkout's broker only, not the baseline's).
+ * and its Node/V8 flags and settings (`--broker-flags`, `--broker-config`: this checkout's broker only,
+ * not the baseline's).
  */
 function brokerDebug(opts: CompareOptions, baseline: boolean): BrokerDebug {
   return {
@@ -60,6 +61,7 @@ function brokerDebug(opts: CompareOptions, baseline: boolean): BrokerDebug {
     ...(opts.icLogDir ? { icLogDir: opts.icLogDir } : {}),
     ...(opts.heapSampleDir ? { heapSampleDir: opts.heapSampleDir } : {}),
     ...(opts.w3Pauses ? { pauses: true } : {}),
+    ...(!baseline && opts.brokerConfig ? { config: opts.brokerConfig } : {}),
     nodeFlags: brokerNodeFlags(opts, baseline),
   };
 }
@@ -300,6 +302,10 @@ async function main(): Promise<void> {
   if (opts.brokerFlags.length > 0)
     log(
       `this checkout's Vela broker${opts.baselineDir ? ' (not the baseline)' : ''} with ${opts.brokerFlags.join(' ')}`,
+    );
+  if (opts.brokerConfig)
+    log(
+      `this checkout's Vela broker${opts.baselineDir ? ' (not the baseline)' : ''} with ${opts.brokerConfig}`,
     );
   ensurePackages(opts.targets, opts.install, log);
   report.versions = versions(opts.targets);

@@ -17,7 +17,12 @@ import {
   workloadsFor,
 } from '../../bench/compare/options.js';
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
-import { childBrokerSettings, parseCompareConfig } from '../../bench/compare/servers/child-settings.js';
+import {
+  BROKER_CONFIG_ENV,
+  childBrokerSettings,
+  compareSettings,
+  parseCompareConfig,
+} from '../../bench/compare/servers/child-settings.js';
 import { descendants, parseMachineBusy, parseStat, treeUsage } from '../../bench/compare/proc-stat.js';
 import {
   keptUp,
@@ -233,6 +238,25 @@ describe('bench:compare command line', () => {
     assert.deepEqual(parseCompareConfig(''), {});
     assert.throws(() => parseCompareConfig('[1]'), /must be a JSON object/);
     assert.throws(() => parseCompareConfig('"sync"'), /must be a JSON object/);
+  });
+
+  test("--broker-config: this checkout's broker's settings, over VELA_COMPARE_CONFIG's", () => {
+    assert.equal(parseArgs([]).brokerConfig, undefined);
+    assert.equal(parseArgs(['--broker-config', '{"flush":"async"}']).brokerConfig, '{"flush":"async"}');
+    assert.throws(() => parseArgs(['--broker-config', '[1]']), /--broker-config: .*must be a JSON object/);
+    assert.throws(() => parseArgs(['--broker-config', '{flush']), /--broker-config/);
+    // The child merges its own settings over the shared ones; a top-level key replaces theirs whole.
+    const env = {
+      VELA_COMPARE_CONFIG: '{"flush":"async","store":{"inlineWriteBytes":0},"consume":{"maxPushBatch":32}}',
+      [BROKER_CONFIG_ENV]: '{"flush":"sync","consume":{"maxPushBatch":64}}',
+    };
+    assert.deepEqual(compareSettings(env), {
+      flush: 'sync',
+      store: { inlineWriteBytes: 0 },
+      consume: { maxPushBatch: 64 },
+    });
+    assert.deepEqual(compareSettings({ VELA_COMPARE_CONFIG: '{"flush":"async"}' }), { flush: 'async' });
+    assert.deepEqual(compareSettings({}), {});
   });
 });
 

@@ -22,7 +22,18 @@ export function childBrokerSettings(
   };
 }
 
-/** `VELA_COMPARE_CONFIG`'s settings: a JSON object, or none. */
+/**
+ * This checkout's broker's own settings (`bench:compare --broker-config`), passed to its child only and
+ * merged over `VELA_COMPARE_CONFIG`'s: top-level keys replace theirs.
+ */
+export const BROKER_CONFIG_ENV = 'VELA_COMPARE_BROKER_CONFIG';
+
+/** The A/B settings of one broker child: `VELA_COMPARE_CONFIG`'s, then its own over them. */
+export function compareSettings(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  return { ...parseCompareConfig(env.VELA_COMPARE_CONFIG), ...parseCompareConfig(env[BROKER_CONFIG_ENV]) };
+}
+
+/** `VELA_COMPARE_CONFIG`'s settings (or another such variable's): a JSON object, or none. */
 export function parseCompareConfig(raw: string | undefined): Record<string, unknown> {
   if (!raw) return {};
   const parsed: unknown = JSON.parse(raw);

@@ -3,7 +3,8 @@
  * it on 127.0.0.1 (free ports, sync flush: every send is answered after an fsync covers it) and
  * prints `READY <grpcPort> <httpPort> <remotingPort>`; SIGTERM closes it. `VELA_COMPARE_CONFIG`, a JSON
  * object of broker settings (e.g. `{"consume":{"maxPushBatch":32}}` or `{"flush":"async"}`), is merged
- * in over the child's own choices (child-settings.ts): an A/B of one setting.
+ * in over the child's own choices (child-settings.ts): an A/B of one setting. `VELA_COMPARE_BROKER_CONFIG`
+ * (`bench:compare --broker-config`, this checkout's broker only) goes over that.
  * `VELA_COMPARE_HEAP_SAMPLE=<file>` (`bench:compare --heap-sample DIR`): from READY until SIGTERM, V8's
  * sampling heap profiler records the allocations that outlived two young-generation collections
  * (those collected by a full GC, and those still alive at the end), written to that file on SIGTERM.
@@ -18,7 +19,7 @@ import type * as VelaServer from '../../../src/server.js';
 import type * as BrokerHeap from '../../../src/cli/broker-heap.js';
 import { velaFrom } from '../vela-from.js';
 import { appendPauses, PauseLog, PAUSES_FILE_ENV } from '../pauses.js';
-import { childBrokerSettings, parseCompareConfig } from './child-settings.js';
+import { childBrokerSettings, compareSettings } from './child-settings.js';
 
 // The broker users run (dist/, built by bench:compare) unless asked for the sources.
 const { startBroker, DEFAULTS } = (await import(
@@ -34,7 +35,7 @@ if (!dataDir) {
   console.error('usage: vela-broker-child.ts <dataDir>');
   process.exit(2);
 }
-const extra = parseCompareConfig(process.env.VELA_COMPARE_CONFIG);
+const extra = compareSettings(process.env);
 // The broker itself ignores the setting (it is the process's), as with `vela broker`.
 applyHeapGrowing((extra.heapGrowingPercent as number | undefined) ?? DEFAULTS.heapGrowingPercent);
 const running = await startBroker(childBrokerSettings(dataDir, extra) as Parameters<typeof startBroker>[0]);

@@ -10,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ManagedProcess, waitReady } from './managed-process.js';
 import { privateDir, stopAndRemove, sumUsage, type RunningServer } from './server.js';
 import { PAUSES_FILE_ENV } from '../pauses.js';
+import { BROKER_CONFIG_ENV } from './child-settings.js';
 
 const CHILD = fileURLToPath(new URL('./vela-broker-child.ts', import.meta.url));
 /** The file the broker child writes its allocation sample to (set: sample; unset: do not). */
@@ -45,6 +46,8 @@ export interface BrokerDebug {
   nodeFlags?: string[];
   /** Record the broker's pauses to a file in its directory (`--w3-pauses`, pauses.ts). */
   pauses?: boolean;
+  /** Broker settings of this broker only, a JSON object (`--broker-config`, child-settings.ts). */
+  config?: string;
 }
 
 /**
@@ -81,17 +84,15 @@ export async function startVela(
       cwd: root,
       logFile: log,
       stdoutPipe: true,
-      ...(options.heapSampleDir || pausesFile
-        ? {
-            env: {
-              ...process.env,
-              ...(options.heapSampleDir
-                ? { [HEAP_SAMPLE_ENV]: join(options.heapSampleDir, `broker-${options.label}.heapprofile`) }
-                : {}),
-              ...(pausesFile ? { [PAUSES_FILE_ENV]: pausesFile } : {}),
-            },
-          }
-        : {}),
+      env: {
+        // This broker's own settings come from its options only, never from the harness's environment.
+        ...withoutKey(process.env, BROKER_CONFIG_ENV),
+        ...(options.heapSampleDir
+          ? { [HEAP_SAMPLE_ENV]: join(options.heapSampleDir, `broker-${options.label}.heapprofile`) }
+          : {}),
+        ...(pausesFile ? { [PAUSES_FILE_ENV]: pausesFile } : {}),
+        ...(options.config ? { [BROKER_CONFIG_ENV]: options.config } : {}),
+      },
     },
   );
   let ports: [number, number] | undefined;
@@ -113,4 +114,10 @@ export async function startVela(
     usage: () => sumUsage([proc]),
     stop: () => stopAndRemove([proc], dir),
   };
+}
+
+/** `env` without `key`. */
+function withoutKey(env: NodeJS.ProcessEnv, key: string): NodeJS.ProcessEnv {
+  const { [key]: _dropped, ...rest } = env;
+  return rest;
 }

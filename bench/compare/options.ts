@@ -367,11 +367,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
         break;
       case '--broker-config': {
         const raw = take();
-        try {
-          parseCompareConfig(raw);
-        } catch (err) {
-          throw new Error(`--broker-config: ${err instanceof Error ? err.message : String(err)}`);
-        }
+        parseCompareConfig(raw, '--broker-config');
         brokerConfig = raw;
         break;
       }

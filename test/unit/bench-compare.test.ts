@@ -243,8 +243,12 @@ describe('bench:compare command line', () => {
   test("--broker-config: this checkout's broker's settings, over VELA_COMPARE_CONFIG's", () => {
     assert.equal(parseArgs([]).brokerConfig, undefined);
     assert.equal(parseArgs(['--broker-config', '{"flush":"async"}']).brokerConfig, '{"flush":"async"}');
-    assert.throws(() => parseArgs(['--broker-config', '[1]']), /--broker-config: .*must be a JSON object/);
-    assert.throws(() => parseArgs(['--broker-config', '{flush']), /--broker-config/);
+    assert.throws(() => parseArgs(['--broker-config', '[1]']), /--broker-config must be a JSON object/);
+    assert.throws(() => parseArgs(['--broker-config', '{flush']), /--broker-config is not JSON/);
+    assert.throws(
+      () => compareSettings({ [BROKER_CONFIG_ENV]: '1' }),
+      /VELA_COMPARE_BROKER_CONFIG must be a JSON object/,
+    );
     // The child merges its own settings over the shared ones; a top-level key replaces theirs whole.
     const env = {
       VELA_COMPARE_CONFIG: '{"flush":"async","store":{"inlineWriteBytes":0},"consume":{"maxPushBatch":32}}',

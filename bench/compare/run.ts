@@ -299,13 +299,10 @@ async function main(): Promise<void> {
   );
   log(`${report.machine.cores} × ${report.machine.cpuModel}, load ${report.machine.loadAverageAtStart}`);
   if (opts.nodeFlags.length > 0) log(`every Node process with ${opts.nodeFlags.join(' ')}`);
-  if (opts.brokerFlags.length > 0)
+  const ownSettings = [...opts.brokerFlags, ...(opts.brokerConfig ? [opts.brokerConfig] : [])];
+  if (ownSettings.length > 0)
     log(
-      `this checkout's Vela broker${opts.baselineDir ? ' (not the baseline)' : ''} with ${opts.brokerFlags.join(' ')}`,
-    );
-  if (opts.brokerConfig)
-    log(
-      `this checkout's Vela broker${opts.baselineDir ? ' (not the baseline)' : ''} with ${opts.brokerConfig}`,
+      `this checkout's Vela broker${opts.baselineDir ? ' (not the baseline)' : ''} with ${ownSettings.join(' ')}`,
     );
   ensurePackages(opts.targets, opts.install, log);
   report.versions = versions(opts.targets);

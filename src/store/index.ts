@@ -10,6 +10,8 @@ export type {
   RetentionReport,
   RecoveryReport,
   ArrivalListener,
+  RolledBackQueue,
+  RollbackListener,
 } from './store-types.js';
 export { StateLog } from './state-log.js';
 export type { StateLogOptions, StateReplay } from './state-log.js';

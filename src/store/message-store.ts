@@ -9,8 +9,10 @@
  *
  * An append assigns queue offsets and a store time synchronously (so storage order is call order),
  * encodes the records straight into the log's write buffer and resolves when the log says they are
- * durable under the flush policy. Only then do they become readable and are listeners told, so no
- * consumer ever sees a message the store could still lose.
+ * durable under the flush policy. Only then do they become readable and are arrival listeners told.
+ * A reader that asks for it (`appended`: the broker's receives) may read them from memory earlier,
+ * and must then wait for `whenDurable` before anyone hears of them; `onRollback` tells it of
+ * messages a failed write took back.
  *
  * Its size is coordination: the log (segment-log.ts), indexes (queue-index.ts, key-index.ts),
  * checkpoints (checkpoint.ts), recovery (recovery.ts), retention planning (retention.ts) and health
@@ -43,6 +45,8 @@ import {
   type ReadOptions,
   type ReadResult,
   type RecoveryReport,
+  type RolledBackQueue,
+  type RollbackListener,
   type ResolvedStoreOptions,
   type RetentionReport,
 } from './store-types.js';
@@ -95,6 +99,11 @@ export class MessageStore {
   private readonly uncommitted = new Set<QueueIndex>();
   private readonly segmentLastStore = new Map<number, number>();
   private readonly listeners = new Set<ArrivalListener>();
+  private readonly appendListeners = new Set<ArrivalListener>();
+  private readonly rollbackListeners = new Set<RollbackListener>();
+  /** What the rollback listeners do after the last rollback (awaited before appends resume). */
+  private rollbackSettling: Promise<void> = Promise.resolve();
+  private rollbackCount = 0;
   private readonly maintenance = new SerialExecutor();
   private readonly timers: NodeJS.Timeout[] = [];
   /** Deleted topics: their records below this log position are dead. */
@@ -208,7 +217,9 @@ export class MessageStore {
     }
     this.lastStoreTimestamp = now;
     for (const q of touched) this.uncommitted.add(q);
-    return this.log.whenDurable().then(() => results);
+    const durable = this.log.whenDurable().then(() => results);
+    if (this.appendListeners.size > 0) this.tell(this.appendListeners, touched);
+    return durable;
   }
 
   /** Read messages of a queue from `offset`. */
@@ -217,8 +228,9 @@ export class MessageStore {
     const q = this.queues.at(topic, queueId);
     const corruptOffsets: number[] = [];
     if (!q) return readResult('NO_SUCH_QUEUE', [], 0, 0, 0, corruptOffsets);
+    const appended = opts.appended === true;
     const minOffset = q.minOffset;
-    const maxOffset = q.committed;
+    const maxOffset = appended ? q.nextOffset : q.committed;
     const at = (status: ReadResult['status'], next: number, messages: StoredMessage[] = []): ReadResult =>
       readResult(status, messages, next, minOffset, maxOffset, corruptOffsets);
     if (offset < minOffset) return at('OFFSET_TOO_SMALL', minOffset);
@@ -231,7 +243,7 @@ export class MessageStore {
     const scan = filter ? Math.max(maxCount, opts.maxScan ?? 4096) : maxCount;
     let entries;
     try {
-      entries = await q.read(offset, scan);
+      entries = await q.read(offset, scan, appended);
     } catch (err) {
       // Retention may have removed the file under us.
       if (offset < q.minOffset) return at('OFFSET_TOO_SMALL', q.minOffset);
@@ -264,10 +276,15 @@ export class MessageStore {
       // Records still in memory are the ones this process encoded (and checksummed): no disk read
       // and no checksum to verify (and the checksum is right: the body's CRC can be derived from it).
       // Anything else comes from the files and is verified.
-      const fromMemory = this.copyRecent(messages, corruptOffsets, wanted, i, j, topic, queueId);
+      const fromMemory = this.copyRecent(messages, corruptOffsets, wanted, i, j, topic, queueId, appended);
       if (fromMemory > i) {
         i = fromMemory;
         continue;
+      }
+      if (appended && wanted[i]!.logPosition >= this.log.durableEnd) {
+        // Not durable and not in memory: a rollback took it back while the index was read.
+        nextOffset = wanted[i]!.offset;
+        break;
       }
       const verify = this.o.verifyChecksumOnRead;
       const checksummed = verify;
@@ -337,8 +354,9 @@ export class MessageStore {
     j: number,
     topic: string,
     queueId: number,
+    appended: boolean,
   ): number {
-    if (!this.log.holdsRecent(wanted[i]!.logPosition)) return i;
+    if (!this.log.holdsRecent(wanted[i]!.logPosition, appended)) return i;
     const own = bufferFor(wanted, i, j);
     let at = 0;
     let k = i;
@@ -348,7 +366,7 @@ export class MessageStore {
       let end = from + wanted[k]!.size;
       let m = k + 1;
       while (m < j && wanted[m]!.logPosition === end) end += wanted[m++]!.size;
-      if (!this.log.copyRecent(from, end - from, own, at)) break;
+      if (!this.log.copyRecent(from, end - from, own, at, appended)) break;
       for (; k < m; k++) {
         const e = wanted[k]!;
         this.decodeInto(messages, corruptOffsets, own, at, e, false, true, topic, queueId);
@@ -421,6 +439,33 @@ export class MessageStore {
     return this.queues.at(topic, queueId)?.committed ?? 0;
   }
 
+  /** The queue's next offset to be assigned (its appended end; see `ReadOptions.appended`). */
+  appendedOffset(topic: string, queueId: number): number {
+    return this.queues.at(topic, queueId)?.nextOffset ?? 0;
+  }
+
+  /** Rollbacks so far: a read with `appended` made before the last one may hold messages taken back. */
+  get rollbacks(): number {
+    return this.rollbackCount;
+  }
+
+  /**
+   * Resolves once the record at `logPosition` (a message read with `appended`) is durable; rejects if
+   * a rollback came after `rollbacks` (the count when it was read), for it may have been taken back.
+   */
+  whenDurable(logPosition: number, rollbacks: number): Promise<void> {
+    if (this.isDurable(logPosition)) return Promise.resolve();
+    if (rollbacks !== this.rollbackCount)
+      return Promise.reject(new VelaError('STORE_IO_ERROR', 'a write was rolled back'));
+    // Flushes end at record boundaries: durable past the record's first byte is durable to its end.
+    return this.log.whenDurable(logPosition + 1);
+  }
+
+  /** Whether the record at `logPosition` is durable (whatever a rollback does next, it stays). */
+  isDurable(logPosition: number): boolean {
+    return logPosition < this.log.durableEnd;
+  }
+
   /** The queue's lowest offset still held: `queueState(…).minOffset` without the object. */
   minOffset(topic: string, queueId: number): number {
     return this.queues.at(topic, queueId)?.minOffset ?? 0;
@@ -487,6 +532,21 @@ export class MessageStore {
   onArrival(listener: ArrivalListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Be told (synchronously, once per append and queue, with the appended end) when new messages can be
+   * read with `ReadOptions.appended`.
+   */
+  onAppend(listener: ArrivalListener): () => void {
+    this.appendListeners.add(listener);
+    return () => this.appendListeners.delete(listener);
+  }
+
+  /** Be told when appended messages are taken back (see `RollbackListener`). */
+  onRollback(listener: RollbackListener): () => void {
+    this.rollbackListeners.add(listener);
+    return () => this.rollbackListeners.delete(listener);
   }
 
   /** Storage figures for metrics and the admin API. */
@@ -568,7 +628,8 @@ export class MessageStore {
         inlineWriteBytes: o.inlineWriteBytes,
         syncReadBytes: this.inMemoryBytes,
         onDurable: (end) => this.onDurable(end),
-        onRollback: () => this.onRollback(),
+        onRollback: () => this.takeBackUnflushed(),
+        afterRollback: () => this.rollbackSettling,
         onFatal: (err) => this.goReadOnly(err, 'the message log failed'),
         onTransient: (err) => this.onTransient(err),
         releaseDescriptors: () => this.releaseIndexDescriptors(),
@@ -678,11 +739,16 @@ export class MessageStore {
       if (q.committed > before) arrived.push(q);
     }
     this.keys.commitBelow(end);
-    if (this.listeners.size === 0) return;
-    for (const q of arrived) {
-      for (const l of this.listeners) {
+    if (this.listeners.size > 0) this.tell(this.listeners, arrived);
+  }
+
+  /** Tell listeners of queues' new ends: durable ones (arrival) or appended ones. */
+  private tell(listeners: ReadonlySet<ArrivalListener>, queues: readonly QueueIndex[]): void {
+    const appended = listeners === this.appendListeners;
+    for (const q of queues) {
+      for (const l of listeners) {
         try {
-          l(q.topic, q.queueId, q.committed);
+          l(q.topic, q.queueId, appended ? q.nextOffset : q.committed);
         } catch (err) {
           this.o.logger.error({ err }, 'arrival listener threw');
         }
@@ -690,10 +756,28 @@ export class MessageStore {
     }
   }
 
-  private onRollback(): void {
-    for (const q of this.uncommitted) q.rollback();
+  /** The log rolled back everything past its durable end: so do the indexes. */
+  private takeBackUnflushed(): void {
+    const taken: RolledBackQueue[] = [];
+    for (const q of this.uncommitted) {
+      if (q.nextOffset > q.committed) taken.push({ topic: q.topic, queueId: q.queueId, end: q.committed });
+      q.rollback();
+    }
     this.uncommitted.clear();
     this.keys.rollback();
+    this.rollbackCount++;
+    const settling: Promise<void>[] = [];
+    for (const l of this.rollbackListeners) {
+      try {
+        const done = l(taken);
+        if (done) settling.push(done);
+      } catch (err) {
+        settling.push(Promise.reject(err));
+      }
+    }
+    this.rollbackSettling = Promise.all(settling).then(() => {});
+    // Awaited (and reported) by the log before appends resume; after a fatal failure nobody awaits it.
+    this.rollbackSettling.catch((err) => this.o.logger.error({ err }, 'rollback listener failed'));
   }
 
   /** A write ran out of space or descriptors (the log rolled itself back). */

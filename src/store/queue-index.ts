@@ -266,10 +266,13 @@ export class QueueIndex {
     return this.files.filter((f) => f.fd !== null).length;
   }
 
-  /** Read up to `count` readable entries starting at `from`. */
-  async read(from: number, count: number): Promise<IndexEntry[]> {
+  /**
+   * Read up to `count` readable entries starting at `from`; with `appended`, entries whose records
+   * are not yet durable too (they come from memory: every one of them is in the tail).
+   */
+  async read(from: number, count: number, appended = false): Promise<IndexEntry[]> {
     const start = Math.max(from, this.minOffset);
-    const end = Math.min(this.committed, start + count);
+    const end = Math.min(appended ? this.nextOffset : this.committed, start + count);
     const out: IndexEntry[] = [];
     let offset = start;
     while (offset < end && offset < this.tailBase) {
@@ -297,7 +300,9 @@ export class QueueIndex {
     // The rest comes from memory (the tail may have shifted while we awaited). A short file read
     // leaves a gap: return what was read, never entries past a gap.
     if (offset < this.tailBase && offset < end) return out;
-    while (offset < end && offset < this.committed) {
+    // A rollback while the files were read takes back what was appended past `committed`.
+    const readable = appended ? this.nextOffset : this.committed;
+    while (offset < end && offset < readable) {
       out.push(decodeEntry(this.tail, (offset - this.tailBase) * INDEX_ENTRY_SIZE, offset));
       offset++;
     }

@@ -90,6 +90,11 @@ export interface SegmentLogOptions {
   preallocate?: boolean;
   /** Called (synchronously, before waiters are rejected) when unflushed bytes are discarded after an I/O error. */
   onRollback?: (durableEnd: number) => void;
+  /**
+   * Awaited after a transient failure's rollback, before appends are accepted again (whoever read
+   * past the durable end makes that right first). A rejection makes the log read-only.
+   */
+  afterRollback?: () => Promise<void>;
   /** Called after each batch becomes durable, with the new durable end. */
   onDurable?: (durableEnd: number) => void;
   /** Called once when the log goes read-only after a fatal I/O failure. */
@@ -161,6 +166,8 @@ export class SegmentLog {
   private readonly segments: Segment[];
   private slab: Slab | null = null;
   private closedSlabs: Slab[] = [];
+  /** Closed slabs the flusher is writing (taken from `closedSlabs`), until they are retired. */
+  private writing: Slab[] = [];
   private freeSlabs: Buffer[] = [];
   /**
    * Closed slabs whose bytes are all durable, oldest first, kept to serve reads near the head
@@ -452,15 +459,17 @@ export class SegmentLog {
 
   /**
    * Copy the durable bytes [position, position + length) into `into[at…]` from memory, if this
-   * process still holds all of them (the slab being filled, slabs waiting for the flusher, and the
-   * read cache); false (nothing copied) otherwise, and the caller reads the files. Bytes served here
-   * are the very bytes this process encoded and handed to the file system: they were never read back
-   * from a disk.
+   * process still holds all of them (the slab being filled, slabs waiting for or being written by the
+   * flusher, and the read cache); false (nothing copied) otherwise, and the caller reads the files.
+   * Bytes served here are the very bytes this process encoded and handed to the file system: they
+   * were never read back from a disk. With `appended`, bytes not yet durable may be copied too (all
+   * of them are in memory); a rollback may still take them back.
    */
-  copyRecent(position: number, length: number, into: Buffer, at: number): boolean {
+  copyRecent(position: number, length: number, into: Buffer, at: number, appended = false): boolean {
     const end = position + length;
-    if (length <= 0 || end > this.durablePos || position < this.startPosition) return false;
-    const first = this.slabHolding(position);
+    const limit = appended ? this.writePos : this.durablePos;
+    if (length <= 0 || end > limit || position < this.startPosition) return false;
+    const first = this.slabHolding(position, limit);
     if (!first) return false; // the common miss
     if (end <= first.position + first.used) {
       first.buf.copy(into, at, position - first.position, end - first.position);
@@ -469,7 +478,7 @@ export class SegmentLog {
     // Across slabs (rare: a reservation never straddles two): every one must still be here.
     const slabs = [first];
     for (let p = first.position + first.used; p < end;) {
-      const next = this.slabHolding(p);
+      const next = this.slabHolding(p, limit);
       if (!next) return false;
       slabs.push(next);
       p = next.position + next.used;
@@ -484,8 +493,9 @@ export class SegmentLog {
   }
 
   /** Whether `copyRecent` would serve the byte at `position` (the first of a read). */
-  holdsRecent(position: number): boolean {
-    return position >= this.startPosition && this.slabHolding(position) !== null;
+  holdsRecent(position: number, appended = false): boolean {
+    const limit = appended ? this.writePos : this.durablePos;
+    return position >= this.startPosition && this.slabHolding(position, limit) !== null;
   }
 
   /** Bytes held by the read cache (not counting the slabs still being written). */
@@ -678,6 +688,7 @@ export class SegmentLog {
       }
       slab.taken = slab.used;
     }
+    this.writing = this.closedSlabs;
     this.closedSlabs = [];
     const s = this.slab;
     if (s && s.used > s.taken) {
@@ -735,6 +746,7 @@ export class SegmentLog {
       }
       this.durablePos = end;
       if (this.opts.flush === 'sync') this.syncedPos = end;
+      this.writing = [];
       for (const c of chunks) if (c.releasesSlab) this.retire(c.slab);
       this.opts.onDurable?.(end);
       this.releaseWaiters();
@@ -810,12 +822,13 @@ export class SegmentLog {
     this.chunks?.clear();
   }
 
-  /** The slab in memory holding durable byte `position`, if any. */
-  private slabHolding(position: number): Slab | null {
-    if (position >= this.durablePos) return null;
+  /** The slab in memory holding byte `position` (below `limit`), if any. */
+  private slabHolding(position: number, limit: number): Slab | null {
+    if (position >= limit) return null;
     const s = this.slab;
     if (s && position >= s.position && position < s.position + s.used) return s;
     for (const c of this.closedSlabs) if (position >= c.position && position < c.position + c.used) return c;
+    for (const c of this.writing) if (position >= c.position && position < c.position + c.used) return c;
     const cached = this.cached;
     let lo = 0;
     let hi = cached.length - 1;
@@ -847,6 +860,7 @@ export class SegmentLog {
     const durable = this.durablePos;
     this.slab = null;
     this.closedSlabs = [];
+    this.writing = [];
     this.dropCache();
     this.writePos = durable;
     const dropped: Segment[] = [];
@@ -904,6 +918,7 @@ export class SegmentLog {
         seg.written = keep;
       }
       if (dropped.some((d) => !d.fresh)) await synced(fsyncDir(this.fs, this.opts.dir));
+      await this.opts.afterRollback?.();
       this.transient = null;
       // Reads and writes may have been refused descriptors too: give back the idle ones.
       if (isDescriptorError(err)) {

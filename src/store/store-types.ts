@@ -29,6 +29,12 @@ export interface ReadOptions {
   tagHashes?: ReadonlySet<number> | null;
   /** With a filter, how many index entries one read may skip over. @defaultValue 4096 */
   maxScan?: number;
+  /**
+   * Read up to the queue's appended end (`appendedOffset`), not only its durable one: messages whose
+   * records are not durable yet come from memory. A rollback (`onRollback`) may take them back, so
+   * whoever hands them out waits for `whenDurable` before anyone hears of them.
+   */
+  appended?: boolean;
 }
 
 export type ReadStatus =
@@ -84,6 +90,21 @@ export interface RecoveryReport {
 }
 
 export type ArrivalListener = (topic: string, queueId: number, maxOffset: number) => void;
+
+/** A queue whose appended messages past `end` were taken back (their records never became durable). */
+export interface RolledBackQueue {
+  topic: string;
+  queueId: number;
+  /** The queue's end now: offsets from here on are given to the next messages appended. */
+  end: number;
+}
+
+/**
+ * Told synchronously, before any later append, that messages past each queue's end were taken back.
+ * After a transient failure (no space, no descriptors) appends wait for the returned promise; a
+ * rejection makes the store read-only.
+ */
+export type RollbackListener = (queues: readonly RolledBackQueue[]) => Promise<void> | void;
 
 /** Options of `MessageStore.open`: the store options, plus what only embedders and tests inject. */
 export interface MessageStoreOptions extends StoreOptions {

@@ -40,7 +40,10 @@ import { Pop, type Delivered } from './pop.js';
 import type { ParkingLot } from './long-poll.js';
 import { Progress, type QueueProgress } from './progress.js';
 import { receiptHandlesOf } from './receipt.js';
-import { parseRetryTopic } from './retry-records.js';
+import { parseRetryTopic, retryTopicOf } from './retry-records.js';
+import { journalSettled, settle } from './commit.js';
+import type { RolledBackQueue } from '../../store/index.js';
+import type { QueueNext } from '../state-records.js';
 import { Revive } from './revive.js';
 import { migrateRetryTopics } from './retry-migration.js';
 
@@ -84,19 +87,36 @@ export class ConsumeService implements StateParticipant {
     this.figures = new Progress(ctx);
     this.records = new ConsumeJournal(ctx);
     this.admin = new AdminChanges(ctx, this.records);
-    // The store tells every queue that got messages in one durable write, one after the other: the
-    // topics are woken once for all of them, after the last. A wake per queue woke as many competing
+    // The store tells every queue that got messages in one write, one after the other: the topics
+    // are woken once for all of them, after the last. A wake per queue woke as many competing
     // receives as the write touched queues, and all but the first found the messages taken.
-    const arrived = new Set<string>();
+    // Receives of groups that are not orderly read messages once appended (pop.ts) and are woken
+    // then; pulls and orderly groups read durable ones and are woken when they are. Retries are
+    // read once durable, by every receive.
+    const appended = new Set<string>();
+    deps.store.onAppend((topic) => {
+      if (topic.startsWith('%RETRY%')) return; // retries are read once durable
+      if (appended.size === 0) {
+        queueMicrotask(() => {
+          for (const t of appended) ctx.waiters.wake(t, undefined, true);
+          appended.clear();
+        });
+      }
+      appended.add(topic);
+    });
+    const arrived = new Map<string, boolean | undefined>();
     deps.store.onArrival((topic) => {
       if (arrived.size === 0) {
         queueMicrotask(() => {
-          for (const t of arrived) ctx.waiters.wake(t);
+          for (const [t, early] of arrived) ctx.waiters.wake(t, undefined, early);
           arrived.clear();
         });
       }
-      arrived.add(topic.startsWith('%RETRY%') ? this.topicOfRetry(topic) : topic);
+      // A retry wakes every receive of its topic; anything else only those that wait for durable ones.
+      if (topic.startsWith('%RETRY%')) arrived.set(this.topicOfRetry(topic), undefined);
+      else if (!arrived.has(topic)) arrived.set(topic, false);
     });
+    deps.store.onRollback((queues) => this.takeBack(queues));
     deps.sessions.onGone(
       (clientId) =>
         void this.releaseClient(clientId).catch((err) => ctx.logger.error({ err }, 'release failed')),
@@ -138,6 +158,7 @@ export class ConsumeService implements StateParticipant {
   async start(): Promise<void> {
     const ctx = this.ctx;
     await migrateRetryTopics(ctx);
+    await this.clampToStore();
     await settleWrittenFailures(ctx);
     const now = ctx.now();
     for (const s of [...ctx.states.values()]) {
@@ -222,6 +243,7 @@ export class ConsumeService implements StateParticipant {
       client: req.clientId,
       group: req.group,
       wakeKey: `${req.group}\u0000${req.filter.expression}`,
+      early: !group.consumeMessageOrderly,
     };
     for (;;) {
       // Register interest before looking, so an arrival during the pop is not missed.
@@ -389,6 +411,97 @@ export class ConsumeService implements StateParticipant {
   }
 
   // --- internals ---------------------------------------------------------------------------------
+
+  /**
+   * Messages were taken back (a failed write: see `RollbackListener`): read positions past their
+   * queue's new end come back to it and hand-outs of taken-back offsets are dropped, so that the
+   * messages that take those offsets next are read. Synchronous, before any later append; the
+   * returned promise resolves once that is journalled (appends wait for it).
+   */
+  private takeBack(queues: readonly RolledBackQueue[]): Promise<void> | undefined {
+    if (queues.length === 0) return undefined;
+    const ends = new Map<string, Map<number, number>>();
+    for (const q of queues) {
+      let m = ends.get(q.topic);
+      if (!m) ends.set(q.topic, (m = new Map()));
+      m.set(q.queueId, q.end);
+    }
+    const journalled: Promise<void>[] = [];
+    for (const s of this.ctx.states.values()) {
+      const topicEnds = ends.get(s.topic);
+      if (topicEnds) journalled.push(...this.clampState(s, Source.TOPIC, topicEnds));
+    }
+    for (const topic of ends.keys()) this.ctx.waiters.wake(topic);
+    this.ctx.logger.warn({ queues }, 'messages not yet durable were taken back; their hand-outs are undone');
+    return Promise.all(journalled).then(() => {});
+  }
+
+  /**
+   * After a restart: a hand-out record can be durable while its message's record is not (a power cut
+   * between the two writes). Read positions and hand-outs past each queue's recovered end come back
+   * to it, durably, before anything is served.
+   */
+  private async clampToStore(): Promise<void> {
+    const store = this.ctx.store;
+    const journalled: Promise<void>[] = [];
+    for (const s of [...this.ctx.states.values()]) {
+      for (const source of [Source.TOPIC, Source.RETRY]) {
+        const topic = source === Source.TOPIC ? s.topic : retryTopicOf(s.group, s.topic);
+        const ends = new Map<number, number>();
+        for (const [q, next] of s.nextOffsets(source)) {
+          const end = store.appendedOffset(topic, q);
+          if (next > end) ends.set(q, end);
+        }
+        if (ends.size === 0) continue;
+        this.ctx.logger.warn(
+          { group: s.group, topic, queues: [...ends].map(([queueId, end]) => ({ queueId, end })) },
+          'read positions past the recovered end of their queues were taken back',
+        );
+        journalled.push(...this.clampState(s, source, ends));
+      }
+    }
+    await Promise.all(journalled);
+  }
+
+  /** Bring a (group, topic)'s read positions of `source` back to `ends` (queue → end), with its hand-outs. */
+  private clampState(s: GroupTopicState, source: Source, ends: ReadonlyMap<number, number>): Promise<void>[] {
+    const positions = s.nextOffsets(source);
+    const moved: QueueNext[] = [];
+    for (const [queueId, end] of ends) {
+      const next = positions.get(queueId);
+      if (next !== undefined && next > end) {
+        positions.set(queueId, end);
+        moved.push({ source, queueId, next: end });
+      }
+    }
+    const dropped: string[] = [];
+    for (const [key, d] of s.deliveries) {
+      const end = d.source === source ? ends.get(d.queueId) : undefined;
+      if (end !== undefined && d.offset >= end) dropped.push(key);
+    }
+    const out: Promise<void>[] = [];
+    if (dropped.length > 0)
+      out.push(
+        journalSettled(
+          this.ctx,
+          s,
+          dropped.map((k) => settle(this.ctx, s, k)),
+        ),
+      );
+    if (moved.length > 0) {
+      out.push(
+        this.ctx.journal.append({
+          kind: 'deliveries',
+          group: s.group,
+          topic: s.topic,
+          nextOffsets: moved,
+          deliveries: [],
+          fifoLows: [],
+        }),
+      );
+    }
+    return out;
+  }
 
   /** After a restart: each FIFO queue's window holds again what was read but neither settled nor in flight. */
   private async rebuildFifo(s: GroupTopicState): Promise<void> {

@@ -35,6 +35,11 @@ export interface Parker {
   group: string;
   /** Absent: woken by every arrival on the topic. */
   wakeKey?: string;
+  /**
+   * The request reads messages as soon as they are appended (a receive of a group that is not
+   * orderly): woken by appends, not by the same messages becoming durable.
+   */
+  early?: boolean;
 }
 
 export interface Parking {
@@ -226,13 +231,23 @@ export class LongPollWaiters {
     };
   }
 
-  /** Something arrived on `topic` (for `group` only, when given): wake the oldest request of each key. */
-  wake(topic: string, group?: string): void {
+  /**
+   * Something arrived on `topic` (for `group` only, when given): wake the oldest request of each key.
+   * With `early`, only the requests that read appended messages (true: the messages were appended)
+   * or only the others (false: they became durable).
+   */
+  wake(topic: string, group?: string, early?: boolean): void {
     const keys = this.byTopic.get(topic);
     if (!keys) return;
     for (const set of [...keys.values()]) {
-      const first = set.values().next().value;
-      if (first && (group === undefined || first.parker.group === group)) first.finish('woken');
+      // One key is one group; its requests differ in `early` only across a change of the group's
+      // kind: the oldest that matches.
+      for (const e of set) {
+        if (group !== undefined && e.parker.group !== group) break;
+        if (early !== undefined && (e.parker.early === true) !== early) continue;
+        e.finish('woken');
+        break;
+      }
     }
   }
 

@@ -10,6 +10,13 @@
  * Every hand-out arms a deadline (its invisible time) and is journalled with the read positions it
  * moved, in one record. Runs serialized for the (group, topic); returns the deliveries and the
  * promise of that record being durable (the caller answers the client once it is).
+ *
+ * A group that is not orderly reads new messages as soon as they are appended, before their records
+ * are durable (`ReadOptions.appended`): the promise then also waits for them, so the message's write
+ * and the hand-out's share one flush turn instead of following each other. If a failed write takes
+ * them back, `takeBack` (consume-service.ts) undoes their hand-outs and read positions, and a pop
+ * that read across it keeps only what the store still holds. Orderly groups, retries and held FIFO
+ * messages are read once durable.
  */
 import type { StoredMessage } from '../../store/index.js';
 import type { GroupConfig, TopicConfig } from '../metadata.js';
@@ -68,13 +75,42 @@ class Batch {
   readonly lows: FifoLow[] = [];
   /** FIFO keys handed out in this batch (one message per key per batch). */
   readonly taken = new Set<string>();
+  /** The log position of the last message read with `appended` and handed out (-1: none). */
+  appendedUpTo = -1;
+  /** The store's rollback count when the pop began. */
+  readonly rollbacks: number;
 
   constructor(
     private readonly ctx: ConsumeContext,
     readonly s: GroupTopicState,
     readonly req: PopRequest,
     readonly now: number,
-  ) {}
+  ) {
+    this.rollbacks = ctx.store.rollbacks;
+  }
+
+  /** A rollback came while this pop read: what it read past the durable end may be gone. */
+  get rolledBack(): boolean {
+    return this.ctx.store.rollbacks !== this.rollbacks;
+  }
+
+  /**
+   * After a rollback: keep only the hand-outs `takeBack` left in place (every one of them durable),
+   * and journal the read positions as they now stand.
+   */
+  keepSurvivors(): void {
+    const { s } = this;
+    let n = 0;
+    for (let i = 0; i < this.changed.length; i++) {
+      const d = this.changed[i]!;
+      if (s.deliveries.get(deliveryKey(d.source, d.queueId, d.offset)) !== d) continue;
+      this.changed[n] = d;
+      this.delivered[n++] = this.delivered[i]!;
+    }
+    this.changed.length = this.delivered.length = n;
+    for (const m of this.moved) m.next = s.nextOffsets(m.source).get(m.queueId) ?? m.next;
+    this.appendedUpTo = -1;
+  }
 
   get full(): boolean {
     return this.delivered.length >= this.req.batch;
@@ -118,6 +154,8 @@ class Batch {
   }
 }
 
+const nothing = (): void => {};
+
 export class Pop {
   constructor(
     private readonly ctx: ConsumeContext,
@@ -137,10 +175,11 @@ export class Pop {
       if (this.retriesMayBeDue(b, rt)) await this.dueRetries(b, rt);
     }
     await this.newMessages(b, topic, g.consumeMessageOrderly);
+    if (b.rolledBack) b.keepSurvivors();
     // Every hand-out is in `changed`, in the order of `delivered`: one keyed computation for all.
     const handles = this.receiptHandles(s, b.changed);
     for (let i = 0; i < b.delivered.length; i++) b.delivered[i]!.receiptHandle = handles[i]!;
-    const durable =
+    let durable =
       b.changed.length > 0 || b.moved.length > 0
         ? this.ctx.journal.append({
             kind: 'deliveries',
@@ -151,6 +190,10 @@ export class Pop {
             fifoLows: b.lows,
           })
         : Promise.resolve();
+    if (b.appendedUpTo >= 0 && !this.ctx.store.isDurable(b.appendedUpTo)) {
+      const messages = this.ctx.store.whenDurable(b.appendedUpTo, b.rollbacks);
+      durable = Promise.all([durable, messages]).then(nothing);
+    }
     const more = b.full || g.consumeMessageOrderly || this.unread(s, topic);
     return { delivered: b.delivered, durable, more };
   }
@@ -159,7 +202,7 @@ export class Pop {
   private unread(s: GroupTopicState, topic: TopicConfig): boolean {
     for (let q = 0; q < topic.readQueueNums; q++) {
       const at = s.topicNext.get(q) ?? this.firstOffset(s, q);
-      if (at < this.ctx.store.maxOffset(s.topic, q)) return true;
+      if (at < this.ctx.store.appendedOffset(s.topic, q)) return true;
     }
     return false;
   }
@@ -235,10 +278,10 @@ export class Pop {
     }
   }
 
-  /** The group has read queue `q` of its topic up to its newest message (and knows it). */
+  /** The group (not orderly) has read queue `q` of its topic up to its newest message (and knows it). */
   private readUpTo(s: GroupTopicState, q: number): boolean {
     const known = s.topicNext.get(q);
-    return known !== undefined && this.ctx.store.maxOffset(s.topic, q) === known;
+    return known !== undefined && this.ctx.store.appendedOffset(s.topic, q) === known;
   }
 
   private firstOffset(s: GroupTopicState, q: number): number {
@@ -273,11 +316,18 @@ export class Pop {
     let at = known ?? this.firstOffset(s, q);
     if (fq && !fq.canRead(at)) return;
     const want = fq ? Math.max(b.room, 64) : b.room;
-    let r = await store.read(s.topic, q, at, { maxCount: want, tagHashes: req.filter.hashes });
+    // Orderly groups read durable messages only; the others read appended ones too (see the header).
+    const opts = { maxCount: want, tagHashes: req.filter.hashes, appended: !fq };
+    let r = await store.read(s.topic, q, at, opts);
+    if (r.status === 'OFFSET_OVERFLOW' && fq && at <= store.appendedOffset(s.topic, q)) {
+      return; // read past the durable end before the group became orderly: wait for it
+    }
     if (r.status === 'OFFSET_TOO_SMALL' || r.status === 'OFFSET_OVERFLOW') {
       at = r.nextOffset;
-      r = await store.read(s.topic, q, at, { maxCount: want, tagHashes: req.filter.hashes });
+      r = await store.read(s.topic, q, at, opts);
     }
+    // A rollback while it read: what it read may be gone, and the read position has been put back.
+    if (b.rolledBack) return;
     let next = r.nextOffset;
     for (const m of r.messages) {
       if (!req.filter.matches(m.tag)) {
@@ -299,6 +349,7 @@ export class Pop {
         b.deliver(m, freshDelivery(Source.TOPIC, q, m.queueOffset, 1, key));
       } else {
         b.deliver(m, freshDelivery(Source.TOPIC, q, m.queueOffset, 1, ''));
+        if (m.logPosition > b.appendedUpTo) b.appendedUpTo = m.logPosition;
       }
     }
     if (r.status !== 'FOUND' && r.status !== 'NO_NEW_MESSAGE') next = r.nextOffset;

@@ -144,52 +144,77 @@ async function send(broker: Broker, topic: string, id: string) {
   return r!;
 }
 
-test('a receive that took messages a failed write took back: the group gets the messages that take their offsets', async () => {
-  const dir = tempDir();
-  const fs = await new NodeFaults(dir.path).install();
-  const { logger, lines } = captureLogger();
-  let free = 5e9;
-  const diskUsage = async () => ({ totalBytes: 10e9, usedBytes: 10e9 - free });
-  let full = false;
-  fs.fail({ ops: ['writev', 'write'], path: /commitlog/, code: 'ENOSPC', when: () => full });
-  const broker = await Broker.open({ dataDir: dir.path, store: QUIET }, { logger, diskUsage });
-  try {
-    await broker.topics.upsert('T', { readQueueNums: 1, writeQueueNums: 1 });
-    await broker.groups.upsert('G', {});
-    await send(broker, 'T', 'm0');
-    assert.deepEqual(bodies(await receive(broker, 'G', 'T')), ['m0']);
+for (const journalToo of [false, true]) {
+  test(`a receive that took messages a failed write took back: the group gets the messages that take their offsets${journalToo ? ' (the journal out of space too)' : ''}`, async () => {
+    const dir = tempDir();
+    const fs = await new NodeFaults(dir.path).install();
+    const { logger, lines } = captureLogger();
+    let free = 5e9;
+    const diskUsage = async () => ({ totalBytes: 10e9, usedBytes: 10e9 - free });
+    let full = false;
+    const path = journalToo ? /commitlog|state/ : /commitlog/;
+    fs.fail({ ops: ['writev', 'write'], path, code: 'ENOSPC', when: () => full });
+    const broker = await Broker.open({ dataDir: dir.path, store: QUIET }, { logger, diskUsage });
+    try {
+      await broker.topics.upsert('T', { readQueueNums: 1, writeQueueNums: 1 });
+      await broker.groups.upsert('G', {});
+      await send(broker, 'T', 'm0');
+      assert.deepEqual(bodies(await receive(broker, 'G', 'T')), ['m0']);
 
-    // A long poll waits; the next send wakes it as soon as it is appended, and its write fails.
-    const waiting = receive(broker, 'G', 'T', 5000);
-    waiting.catch(() => {});
-    await sleep(20);
-    full = true;
-    free = 0;
-    await assert.rejects(send(broker, 'T', 'lost'), (e) => isVelaError(e));
-    const answer = await waiting.then(
-      (ds) => bodies(ds),
-      (err: unknown) => (isVelaError(err) ? `refused: ${err.code}` : `threw ${String(err)}`),
-    );
-    assert.notDeepEqual(answer, ['lost'], 'a message that was never stored is never delivered');
-    assert.ok(
-      lines.some((l) => /taken back; their hand-outs are undone/.test(l.msg)),
-      'the receive had taken the message before its write failed',
-    );
+      // A long poll waits; the next send wakes it as soon as it is appended, and its write fails.
+      const waiting = receive(broker, 'G', 'T', 5000);
+      waiting.catch(() => {});
+      await sleep(20);
+      full = true;
+      free = 0;
+      await assert.rejects(send(broker, 'T', 'lost'), (e) => isVelaError(e));
+      const answer = await waiting.then(
+        (ds) => bodies(ds),
+        (err: unknown) => (isVelaError(err) ? `refused: ${err.code}` : `threw ${String(err)}`),
+      );
+      assert.notDeepEqual(answer, ['lost'], 'a message that was never stored is never delivered');
+      assert.ok(
+        lines.some((l) => /taken back; their hand-outs are undone/.test(l.msg)),
+        'the receive had taken the message before its write failed',
+      );
+      if (journalToo) {
+        await sleep(1200);
+        assert.ok(lines.some((l) => /could not journal the undone hand-outs/.test(l.msg)));
+        await assert.rejects(
+          send(broker, 'T', 'refused'),
+          (e) => isVelaError(e),
+          'sends wait for the journal',
+        );
+      }
 
-    full = false;
-    free = 5e9;
-    await storeOf(broker).checkDisk();
-    await sleep(50);
-    const r = await send(broker, 'T', 'm1');
-    assert.equal(r.queueOffset, 1, 'the offset taken back goes to the next message');
-    assert.deepEqual(bodies(await receive(broker, 'G', 'T', 2000)), ['m1'], 'and the group gets it');
-  } finally {
-    fs.clear();
-    await broker.close();
-    fs.uninstall();
-    dir.cleanup();
+      full = false;
+      free = 5e9;
+      await storeOf(broker).checkDisk();
+      const r = await waitForSend(broker, 'm1');
+      assert.equal(r.queueOffset, 1, 'the offset taken back goes to the next message');
+      assert.deepEqual(bodies(await receive(broker, 'G', 'T', 2000)), ['m1'], 'and the group gets it');
+      assert.equal(storeOf(broker).stats().readOnly, false);
+    } finally {
+      fs.clear();
+      await broker.close();
+      fs.uninstall();
+      dir.cleanup();
+    }
+  });
+}
+
+/** Send until the broker takes it (after a rollback, sends are refused until the store resumes). */
+async function waitForSend(broker: Broker, id: string) {
+  const until = Date.now() + 5000;
+  for (;;) {
+    try {
+      return await send(broker, 'T', id);
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await sleep(50);
+    }
   }
-});
+}
 
 test('after a restart, hand-outs past the end of their queue are undone before anything is served', async () => {
   const dir = tempDir();

@@ -3,6 +3,7 @@
  * message): free its FIFO key, count its offset as settled in the FIFO window, journal it.
  * Call serialized.
  */
+import type { StateRecord } from '../state-records.js';
 import type { ConsumeContext } from './context.js';
 import { Source, deliveryKey, type Delivery, type GroupTopicState } from './delivery.js';
 
@@ -29,14 +30,19 @@ export function journalSettled(
   s: GroupTopicState,
   done: readonly Delivery[],
 ): Promise<void> {
+  return ctx.journal.append(settledRecord(s, done));
+}
+
+/** The journal record of settled deliveries (with their FIFO windows' new low marks). */
+export function settledRecord(s: GroupTopicState, done: readonly Delivery[]): StateRecord {
   const fifo = done.some((d) => d.fifoKey);
   const queues = fifo ? [...new Set(done.filter((d) => d.fifoKey).map((d) => d.queueId))] : [];
-  return ctx.journal.append({
+  return {
     kind: 'settled',
     group: s.group,
     topic: s.topic,
     settled: done.map((d) => ({ source: d.source, queueId: d.queueId, offset: d.offset })),
     fifo,
     fifoLows: queues.map((queueId) => ({ queueId, low: s.fifo.get(queueId)?.low ?? 0 })),
-  });
+  };
 }

@@ -41,7 +41,7 @@ import type { ParkingLot } from './long-poll.js';
 import { Progress, type QueueProgress } from './progress.js';
 import { receiptHandlesOf } from './receipt.js';
 import { parseRetryTopic, retryTopicOf } from './retry-records.js';
-import { journalSettled, settle } from './commit.js';
+import { settle, settledRecord } from './commit.js';
 import type { RolledBackQueue } from '../../store/index.js';
 import type { QueueNext } from '../state-records.js';
 import { Revive } from './revive.js';
@@ -416,7 +416,7 @@ export class ConsumeService implements StateParticipant {
    * Messages were taken back (a failed write: see `RollbackListener`): read positions past their
    * queue's new end come back to it and hand-outs of taken-back offsets are dropped, so that the
    * messages that take those offsets next are read. Synchronous, before any later append; the
-   * returned promise resolves once that is journalled (appends wait for it).
+   * returned promise resolves once that is journalled, and appends wait for it.
    */
   private takeBack(queues: readonly RolledBackQueue[]): Promise<void> | undefined {
     if (queues.length === 0) return undefined;
@@ -426,14 +426,33 @@ export class ConsumeService implements StateParticipant {
       if (!m) ends.set(q.topic, (m = new Map()));
       m.set(q.queueId, q.end);
     }
-    const journalled: Promise<void>[] = [];
+    const records: StateRecord[] = [];
     for (const s of this.ctx.states.values()) {
       const topicEnds = ends.get(s.topic);
-      if (topicEnds) journalled.push(...this.clampState(s, Source.TOPIC, topicEnds));
+      if (topicEnds) records.push(...this.clampState(s, Source.TOPIC, topicEnds));
     }
     for (const topic of ends.keys()) this.ctx.waiters.wake(topic);
+    if (records.length === 0) return undefined;
     this.ctx.logger.warn({ queues }, 'messages not yet durable were taken back; their hand-outs are undone');
-    return Promise.all(journalled).then(() => {});
+    return this.journalUntilDurable(records);
+  }
+
+  /**
+   * Append records until they are durable. The disk that refused the messages' write may refuse the
+   * journal's too: sends stay refused meanwhile, as they are while the disk is full. Rejects once
+   * consumption stops (the store then goes read-only; a restart takes the positions back again).
+   */
+  private async journalUntilDurable(records: readonly StateRecord[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await Promise.all(records.map((r) => this.ctx.journal.append(r)));
+        return;
+      } catch (err) {
+        if (attempt === 1 || attempt % 60 === 0)
+          this.ctx.logger.warn({ err, attempt }, 'could not journal the undone hand-outs; trying again');
+        await this.ctx.timers.sleep(1000);
+      }
+    }
   }
 
   /**
@@ -443,7 +462,7 @@ export class ConsumeService implements StateParticipant {
    */
   private async clampToStore(): Promise<void> {
     const store = this.ctx.store;
-    const journalled: Promise<void>[] = [];
+    const records: StateRecord[] = [];
     for (const s of [...this.ctx.states.values()]) {
       for (const source of [Source.TOPIC, Source.RETRY]) {
         const topic = source === Source.TOPIC ? s.topic : retryTopicOf(s.group, s.topic);
@@ -457,14 +476,17 @@ export class ConsumeService implements StateParticipant {
           { group: s.group, topic, queues: [...ends].map(([queueId, end]) => ({ queueId, end })) },
           'read positions past the recovered end of their queues were taken back',
         );
-        journalled.push(...this.clampState(s, source, ends));
+        records.push(...this.clampState(s, source, ends));
       }
     }
-    await Promise.all(journalled);
+    await Promise.all(records.map((r) => this.ctx.journal.append(r)));
   }
 
-  /** Bring a (group, topic)'s read positions of `source` back to `ends` (queue → end), with its hand-outs. */
-  private clampState(s: GroupTopicState, source: Source, ends: ReadonlyMap<number, number>): Promise<void>[] {
+  /**
+   * Bring a (group, topic)'s read positions of `source` back to `ends` (queue → end) and drop its
+   * hand-outs there and past; returns the records that say so.
+   */
+  private clampState(s: GroupTopicState, source: Source, ends: ReadonlyMap<number, number>): StateRecord[] {
     const positions = s.nextOffsets(source);
     const moved: QueueNext[] = [];
     for (const [queueId, end] of ends) {
@@ -479,28 +501,19 @@ export class ConsumeService implements StateParticipant {
       const end = d.source === source ? ends.get(d.queueId) : undefined;
       if (end !== undefined && d.offset >= end) dropped.push(key);
     }
-    const out: Promise<void>[] = [];
+    const records: StateRecord[] = [];
     if (dropped.length > 0)
-      out.push(
-        journalSettled(
-          this.ctx,
+      records.push(
+        settledRecord(
           s,
           dropped.map((k) => settle(this.ctx, s, k)),
         ),
       );
     if (moved.length > 0) {
-      out.push(
-        this.ctx.journal.append({
-          kind: 'deliveries',
-          group: s.group,
-          topic: s.topic,
-          nextOffsets: moved,
-          deliveries: [],
-          fifoLows: [],
-        }),
-      );
+      const { group, topic } = s;
+      records.push({ kind: 'deliveries', group, topic, nextOffsets: moved, deliveries: [], fifoLows: [] });
     }
-    return out;
+    return records;
   }
 
   /** After a restart: each FIFO queue's window holds again what was read but neither settled nor in flight. */

@@ -266,10 +266,14 @@ export class MessageStore {
       let j = i + 1;
       const start = wanted[i]!.logPosition;
       let end = start + wanted[i]!.size;
+      // With `appended`, a run that starts durable stops where the durable bytes end: the files hold
+      // nothing past it (those records come from memory, in a run of their own).
+      const durableEnd = appended && start < this.log.durableEnd ? this.log.durableEnd : Infinity;
       while (j < wanted.length) {
         const e = wanted[j]!;
         if (e.logPosition < end || e.logPosition - end > READ_COALESCE_GAP) break;
         if (e.logPosition + e.size - start > READ_MAX_SPAN) break;
+        if (e.logPosition >= durableEnd) break;
         end = e.logPosition + e.size;
         j++;
       }

@@ -59,6 +59,44 @@ test('the store reads appended messages only when asked, and tells when they are
   }
 });
 
+test('an appended read across durable records no longer in memory and records not yet durable returns them all', async () => {
+  // Small segments and no read cache, as in the crash soak: a segment's write buffer is let go once
+  // its bytes are durable, so the older records of a queue are read from the file while the newest
+  // are not on it yet. One read of both once lost the newest (read from the file past its end, they
+  // were skipped as corrupt, and the read position moved past them).
+  const dir = tempDir();
+  const { logger, lines } = captureLogger();
+  const store = await MessageStore.open({
+    dataDir: dir.path,
+    segmentSize: 64 * 1024,
+    logReadCacheBytes: 0,
+    logger,
+    ...QUIET,
+  });
+  try {
+    const body = Buffer.alloc(1000, 1);
+    const batch = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => ({ ...msg(`m${from + i}`), body }));
+    await store.append(batch(0, 40)); // most of the first segment
+    await store.append(batch(40, 40)); // on into the second: the first segment's buffer is let go
+    const pending = store.append(batch(80, 5)); // not durable yet
+    assert.equal(store.maxOffset('T', 0), 80);
+    const r = await store.read('T', 0, 0, { maxCount: 200, appended: true });
+    assert.equal(store.maxOffset('T', 0), 80, 'read before the last batch was durable');
+    assert.deepEqual(
+      r.messages.map((m) => m.messageId),
+      Array.from({ length: 85 }, (_, i) => `m${i}`),
+    );
+    assert.equal(r.nextOffset, 85);
+    assert.deepEqual(r.corruptOffsets, []);
+    assert.ok(!lines.some((l) => /corrupt/.test(l.msg)));
+    await pending;
+  } finally {
+    await store.close();
+    dir.cleanup();
+  }
+});
+
 test('a failed write takes appended messages back: listeners are told first, appends wait for them', async () => {
   const dir = tempDir();
   const fs = await new NodeFaults(dir.path).install();

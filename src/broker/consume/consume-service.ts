@@ -151,8 +151,9 @@ export class ConsumeService implements StateParticipant {
   }
 
   /**
-   * Carry retries over from old retry topic names (once), settle the deliveries whose retry or dead
-   * letter a crash left stored but not journalled (failure-marks.ts), arm timers for the state
+   * Carry retries over from old retry topic names (once), take back read positions and hand-outs
+   * past the recovered end of their queues (`clampToStore`), settle the deliveries whose retry or
+   * dead letter a crash left stored but not journalled (failure-marks.ts), arm timers for the state
    * replayed from the journal, rebuild FIFO windows, start auto-renewal.
    */
   async start(): Promise<void> {

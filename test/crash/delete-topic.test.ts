@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Broker } from '../../src/broker/broker.js';
-import { parseFilter } from '../../src/broker/filter.js';
+import { receiveFrom } from '../support/harness.js';
 import { spawnTs, tempDir, waitExit } from '../helpers.js';
 
 const CHILD = fileURLToPath(new URL('./delete-topic-child.ts', import.meta.url));
@@ -26,16 +26,7 @@ test('kill -9 after deleting and re-creating a topic, before the next checkpoint
     }
     const broker = await Broker.open({ dataDir: dir.path });
     try {
-      const receive = (group: string, topic: string) =>
-        broker.consume.receive({
-          group,
-          topic,
-          filter: parseFilter('TAG', '*'),
-          invisibleMs: 60_000,
-          autoRenew: false,
-          clientId: 'c',
-          pollMs: 0,
-        });
+      const receive = (group: string, topic: string) => receiveFrom(broker, group, topic);
       const text = (ds: { message: { body: Buffer } }[]) => ds.map((d) => d.message.body.toString());
       assert.deepEqual(text(await receive('KG', 'KT')), ['new'], 'the old group');
       await broker.groups.upsert('Fresh', {});

@@ -13,12 +13,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Broker } from '../../src/broker/broker.js';
-import { parseFilter } from '../../src/broker/filter.js';
 import { DeliveryState, Source, freshDelivery } from '../../src/broker/consume/delivery.js';
 import { storeOf } from '../../src/internal.js';
 import { isVelaError, MessageStore, type MessageInput, type RolledBackQueue } from '../../src/store/index.js';
 import { captureLogger, sleep, tempDir } from '../helpers.js';
 import { NodeFaults } from './node-faults.js';
+import { receiveFrom } from '../support/harness.js';
 
 const QUIET = {
   indexFlushIntervalMs: 3_600_000,
@@ -165,15 +165,7 @@ test('a failed write takes appended messages back: listeners are told first, app
 });
 
 const receive = (broker: Broker, group: string, topic: string, pollMs = 0) =>
-  broker.consume.receive({
-    group,
-    topic,
-    filter: parseFilter('TAG', '*'),
-    invisibleMs: 60_000,
-    autoRenew: false,
-    clientId: 'c',
-    pollMs,
-  });
+  receiveFrom(broker, group, topic, { pollMs });
 const bodies = (ds: { message: { body: Buffer } }[]) => ds.map((d) => d.message.body.toString());
 /** Send one message to queue 0: its receipt, or its error thrown. */
 async function send(broker: Broker, topic: string, id: string) {

@@ -8,28 +8,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Broker } from '../../src/broker/broker.js';
-import { parseFilter } from '../../src/broker/filter.js';
 import { ReceiptHandles } from '../../src/broker/receipt-handle.js';
 import { isVelaError } from '../../src/common/errors.js';
 import { storeOf } from '../../src/internal.js';
 import { MessageStore, StateLog } from '../../src/store/index.js';
 import { sleep, tempDir } from '../helpers.js';
+import { receiveFrom } from '../support/harness.js';
 
-const receive = (
-  broker: Broker,
-  group: string,
-  topic: string,
-  opts: { invisibleMs?: number; pollMs?: number } = {},
-) =>
-  broker.consume.receive({
-    group,
-    topic,
-    filter: parseFilter('TAG', '*'),
-    invisibleMs: opts.invisibleMs ?? 60_000,
-    autoRenew: false,
-    clientId: 'c',
-    pollMs: opts.pollMs ?? 0,
-  });
+const receive = receiveFrom;
 const text = (ds: { message: { body: Buffer } }[]) => ds.map((d) => d.message.body.toString()).sort();
 
 test("one group's retries never reach another whose names join to the same string", async () => {

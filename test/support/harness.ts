@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { startBroker, type RunningBroker, type StartBrokerOptions } from '../../src/server.js';
 import { GrpcServer, type GrpcServerOptions } from '../../src/protocol/transport/h2-server.js';
 import { silentLogger } from '../../src/common/logger.js';
+import type { Broker } from '../../src/broker/broker.js';
+import { parseFilter } from '../../src/broker/filter.js';
 import { tempDir, sleep } from '../helpers.js';
 
 export interface TestBroker {
@@ -122,5 +124,26 @@ export function testGrpcServer(limits: Partial<GrpcServerOptions['limits']> = {}
     },
     keepalive: { intervalMs: 0, timeoutMs: 0 },
     logger: silentLogger(),
+  });
+}
+
+/**
+ * A simple consumer's receive straight through the broker's consume service (no gRPC): all tags,
+ * invisible for a minute unless said, no long poll unless said.
+ */
+export function receiveFrom(
+  broker: Broker,
+  group: string,
+  topic: string,
+  opts: { invisibleMs?: number; pollMs?: number } = {},
+) {
+  return broker.consume.receive({
+    group,
+    topic,
+    filter: parseFilter('TAG', '*'),
+    invisibleMs: opts.invisibleMs ?? 60_000,
+    autoRenew: false,
+    clientId: 'c',
+    pollMs: opts.pollMs ?? 0,
   });
 }

@@ -125,8 +125,8 @@ test('a failed write takes appended messages back: listeners are told first, app
         ['b1', 'b2'],
       );
       const waited = store.whenDurable(early.messages[1]!.logPosition, rollbacks);
-      await assert.rejects(refused, (e) => isVelaError(e));
-      await assert.rejects(waited, (e) => isVelaError(e, 'STORE_IO_ERROR') || isVelaError(e));
+      await assert.rejects(refused, (e) => isVelaError(e, 'STORE_DISK_FULL'));
+      await assert.rejects(waited, (e) => isVelaError(e, 'STORE_DISK_FULL'));
       assert.deepEqual(told, [[{ topic: 'T', queueId: 0, end: 1 }]]);
       assert.equal(store.appendedOffset('T', 0), 1, 'the offsets are free again');
       assert.notEqual(store.rollbacks, rollbacks);

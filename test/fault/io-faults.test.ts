@@ -8,12 +8,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync, readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { MessageStore, type MessageInput, type MessageStoreOptions } from '../../src/store/index.js';
+import { MessageStore, type MessageInput } from '../../src/store/index.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { isVelaError } from '../../src/common/errors.js';
 import { Code } from '../../src/common/codes.js';
 import { tempDir, bodyFor, captureLogger, sleep } from '../helpers.js';
 import { NodeFaults } from './node-faults.js';
+import { QUIET, withFaultyStore } from './faulty-store.js';
 
 const msg = (topic: string, queueId: number, id: string): MessageInput => ({
   topic,
@@ -22,38 +23,6 @@ const msg = (topic: string, queueId: number, id: string): MessageInput => ({
   body: bodyFor(id),
   keys: [`k-${id}`],
 });
-
-const QUIET = {
-  indexFlushIntervalMs: 3_600_000,
-  checkpointIntervalMs: 3_600_000,
-  diskCheckIntervalMs: 3_600_000,
-};
-
-async function withFaultyStore(
-  opts: Partial<MessageStoreOptions>,
-  fn: (ctx: {
-    store: MessageStore;
-    fs: NodeFaults;
-    dataDir: string;
-    lines: { level: number; msg: string }[];
-  }) => Promise<void>,
-): Promise<void> {
-  const dir = tempDir();
-  const fs = await new NodeFaults(dir.path).install();
-  const { logger, lines } = captureLogger();
-  try {
-    const store = await MessageStore.open({ dataDir: dir.path, logger, ...QUIET, ...opts });
-    try {
-      await fn({ store, fs, dataDir: dir.path, lines });
-    } finally {
-      fs.clear();
-      await store.close();
-    }
-  } finally {
-    fs.uninstall();
-    dir.cleanup();
-  }
-}
 
 const code = (err: unknown) => (isVelaError(err) ? err.code : `not a VelaError: ${String(err)}`);
 

@@ -18,13 +18,9 @@ import { storeOf } from '../../src/internal.js';
 import { isVelaError, MessageStore, type MessageInput, type RolledBackQueue } from '../../src/store/index.js';
 import { captureLogger, sleep, tempDir } from '../helpers.js';
 import { NodeFaults } from './node-faults.js';
+import { QUIET, withFaultyStore } from './faulty-store.js';
 import { receiveFrom } from '../support/harness.js';
 
-const QUIET = {
-  indexFlushIntervalMs: 3_600_000,
-  checkpointIntervalMs: 3_600_000,
-  diskCheckIntervalMs: 3_600_000,
-};
 const msg = (id: string): MessageInput => ({ topic: 'T', queueId: 0, messageId: id, body: Buffer.from(id) });
 
 test('the store reads appended messages only when asked, and tells when they are durable', async () => {
@@ -98,70 +94,59 @@ test('an appended read across durable records no longer in memory and records no
 });
 
 test('a failed write takes appended messages back: listeners are told first, appends wait for them', async () => {
-  const dir = tempDir();
-  const fs = await new NodeFaults(dir.path).install();
   let free = 5e9;
   const diskUsage = async () => ({ totalBytes: 10e9, usedBytes: 10e9 - free });
-  try {
+  await withFaultyStore({ diskUsage }, async ({ store, fs }) => {
     let full = false;
     fs.fail({ ops: ['writev', 'write'], path: /commitlog/, code: 'ENOSPC', when: () => full });
-    const store = await MessageStore.open({ dataDir: dir.path, diskUsage, ...QUIET });
-    try {
-      await store.append([msg('a0')]);
-      const told: RolledBackQueue[][] = [];
-      let settle!: () => void;
-      store.onRollback((queues) => {
-        told.push([...queues]);
-        return new Promise<void>((resolve) => (settle = resolve));
-      });
-      full = true;
-      free = 0;
-      const rollbacks = store.rollbacks;
-      const refused = store.append([msg('b1'), msg('b2')]);
-      refused.catch(() => {});
-      const early = await store.read('T', 0, 1, { appended: true });
-      assert.deepEqual(
-        early.messages.map((m) => m.body.toString()),
-        ['b1', 'b2'],
-      );
-      const waited = store.whenDurable(early.messages[1]!.logPosition, rollbacks);
-      await assert.rejects(refused, (e) => isVelaError(e, 'STORE_DISK_FULL'));
-      await assert.rejects(waited, (e) => isVelaError(e, 'STORE_DISK_FULL'));
-      assert.deepEqual(told, [[{ topic: 'T', queueId: 0, end: 1 }]]);
-      assert.equal(store.appendedOffset('T', 0), 1, 'the offsets are free again');
-      assert.notEqual(store.rollbacks, rollbacks);
-      await assert.rejects(
-        store.whenDurable(early.messages[1]!.logPosition, rollbacks),
-        (e) => isVelaError(e, 'STORE_IO_ERROR'),
-        'read before the rollback: never resolves for what took its place',
-      );
+    await store.append([msg('a0')]);
+    const told: RolledBackQueue[][] = [];
+    let settle!: () => void;
+    store.onRollback((queues) => {
+      told.push([...queues]);
+      return new Promise<void>((resolve) => (settle = resolve));
+    });
+    full = true;
+    free = 0;
+    const rollbacks = store.rollbacks;
+    const refused = store.append([msg('b1'), msg('b2')]);
+    refused.catch(() => {});
+    const early = await store.read('T', 0, 1, { appended: true });
+    assert.deepEqual(
+      early.messages.map((m) => m.body.toString()),
+      ['b1', 'b2'],
+    );
+    const waited = store.whenDurable(early.messages[1]!.logPosition, rollbacks);
+    await assert.rejects(refused, (e) => isVelaError(e, 'STORE_DISK_FULL'));
+    await assert.rejects(waited, (e) => isVelaError(e, 'STORE_DISK_FULL'));
+    assert.deepEqual(told, [[{ topic: 'T', queueId: 0, end: 1 }]]);
+    assert.equal(store.appendedOffset('T', 0), 1, 'the offsets are free again');
+    assert.notEqual(store.rollbacks, rollbacks);
+    await assert.rejects(
+      store.whenDurable(early.messages[1]!.logPosition, rollbacks),
+      (e) => isVelaError(e, 'STORE_IO_ERROR'),
+      'read before the rollback: never resolves for what took its place',
+    );
 
-      full = false;
-      free = 5e9;
-      await store.checkDisk();
-      await sleep(50);
-      await assert.rejects(
-        store.append([msg('c1')]),
-        (e) => isVelaError(e),
-        'appends wait for the listener to settle',
-      );
-      settle();
-      await sleep(50);
-      const [c1] = await store.append([msg('c1')]);
-      assert.equal(c1!.queueOffset, 1, 'the next message takes the first offset taken back');
-      const all = await store.read('T', 0, 0);
-      assert.deepEqual(
-        all.messages.map((m) => m.body.toString()),
-        ['a0', 'c1'],
-      );
-    } finally {
-      fs.clear();
-      await store.close();
-    }
-  } finally {
-    fs.uninstall();
-    dir.cleanup();
-  }
+    full = false;
+    free = 5e9;
+    await store.checkDisk();
+    await sleep(50);
+    await assert.rejects(
+      store.append([msg('c1')]),
+      (e) => isVelaError(e),
+      'appends wait for the listener to settle',
+    );
+    settle();
+    await sleep(50);
+    const [c1] = await store.append([msg('c1')]);
+    assert.equal(c1!.queueOffset, 1, 'the next message takes the first offset taken back');
+    const all = await store.read('T', 0, 0);
+    assert.deepEqual(
+      all.messages.map((m) => m.body.toString()),
+      ['a0', 'c1'],
+    );
+  });
 });
 
 const receive = (broker: Broker, group: string, topic: string, pollMs = 0) =>

@@ -218,7 +218,7 @@ export class MessageStore {
     this.lastStoreTimestamp = now;
     for (const q of touched) this.uncommitted.add(q);
     const durable = this.log.whenDurable().then(() => results);
-    if (this.appendListeners.size > 0) this.tell(this.appendListeners, touched);
+    if (this.appendListeners.size > 0) this.tell(this.appendListeners, touched, true);
     return durable;
   }
 
@@ -743,12 +743,15 @@ export class MessageStore {
       if (q.committed > before) arrived.push(q);
     }
     this.keys.commitBelow(end);
-    if (this.listeners.size > 0) this.tell(this.listeners, arrived);
+    if (this.listeners.size > 0) this.tell(this.listeners, arrived, false);
   }
 
   /** Tell listeners of queues' new ends: durable ones (arrival) or appended ones. */
-  private tell(listeners: ReadonlySet<ArrivalListener>, queues: readonly QueueIndex[]): void {
-    const appended = listeners === this.appendListeners;
+  private tell(
+    listeners: ReadonlySet<ArrivalListener>,
+    queues: readonly QueueIndex[],
+    appended: boolean,
+  ): void {
     for (const q of queues) {
       for (const l of listeners) {
         try {

@@ -93,28 +93,25 @@ export class ConsumeService implements StateParticipant {
     // Receives of groups that are not orderly read messages once appended (pop.ts) and are woken
     // then; pulls and orderly groups read durable ones and are woken when they are. Retries are
     // read once durable, by every receive.
-    const appended = new Set<string>();
+    // Topic → whom to wake: true (receives that read appended messages), false (the others),
+    // undefined (everyone).
+    const wakes = new Map<string, boolean | undefined>();
+    const wake = (topic: string, early: boolean | undefined): void => {
+      if (wakes.size === 0) {
+        queueMicrotask(() => {
+          for (const [t, e] of wakes) ctx.waiters.wake(t, undefined, e);
+          wakes.clear();
+        });
+      }
+      if (!wakes.has(topic)) wakes.set(topic, early);
+      else if (wakes.get(topic) !== early) wakes.set(topic, undefined);
+    };
     deps.store.onAppend((topic) => {
-      if (topic.startsWith('%RETRY%')) return; // retries are read once durable
-      if (appended.size === 0) {
-        queueMicrotask(() => {
-          for (const t of appended) ctx.waiters.wake(t, undefined, true);
-          appended.clear();
-        });
-      }
-      appended.add(topic);
+      if (!topic.startsWith('%RETRY%')) wake(topic, true); // retries are read once durable
     });
-    const arrived = new Map<string, boolean | undefined>();
     deps.store.onArrival((topic) => {
-      if (arrived.size === 0) {
-        queueMicrotask(() => {
-          for (const [t, early] of arrived) ctx.waiters.wake(t, undefined, early);
-          arrived.clear();
-        });
-      }
-      // A retry wakes every receive of its topic; anything else only those that wait for durable ones.
-      if (topic.startsWith('%RETRY%')) arrived.set(this.topicOfRetry(topic), undefined);
-      else if (!arrived.has(topic)) arrived.set(topic, false);
+      if (topic.startsWith('%RETRY%')) wake(this.topicOfRetry(topic), undefined);
+      else wake(topic, false);
     });
     deps.store.onRollback((queues) => this.takeBack(queues));
     deps.sessions.onGone(

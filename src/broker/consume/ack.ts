@@ -9,8 +9,15 @@ import { newNonce } from '../receipt-handle.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext } from './context.js';
 import { readDelivered } from './delivered.js';
-import { stateKey, type Delivery, type GroupTopicState } from './delivery.js';
-import { decodeHandle, decodeHandles, liveDelivery, receiptHandleOf, type DecodedHandle } from './receipt.js';
+import { stateKey, type Delivery } from './delivery.js';
+import {
+  decodeHandle,
+  decodeHandles,
+  liveDelivery,
+  liveDeliveryIn,
+  receiptHandleOf,
+  type DecodedHandle,
+} from './receipt.js';
 import type { Revive } from './revive.js';
 
 /** Most handles one gathered ack takes; past it the gathered ones go at once. */
@@ -93,13 +100,14 @@ export class Acks {
     });
     const settled = await ctx.serialized(stateKey(group, topic), () => {
       const done: Delivery[] = [];
-      let state: GroupTopicState | undefined;
+      const state = ctx.states.get(group, topic);
+      const now = ctx.now();
       for (let i = 0; i < decoded.length; i++) {
         const h = decoded[i];
         if (!h) continue;
         try {
-          state = liveDelivery(ctx, group, topic, h).s;
-          done.push(settle(ctx, state, h.key));
+          liveDeliveryIn(state, h, now);
+          done.push(settle(ctx, state!, h.key));
           results[i] = null;
         } catch (err) {
           if (!(err instanceof VelaError)) throw err;

@@ -4,7 +4,7 @@
  * message redelivered. When the client leaves, its deliveries go back to the group at once.
  */
 import type { ConsumeContext } from './context.js';
-import { DeliveryState, type Delivery, type Failure, type GroupTopicState } from './delivery.js';
+import { DeliveryState, type Delivery, type Failure, type DeliveryKey, type GroupTopicState } from './delivery.js';
 import type { Revive } from './revive.js';
 
 export class AutoRenew {
@@ -30,7 +30,7 @@ export class AutoRenew {
     }
   }
 
-  private *due(s: GroupTopicState, now: number): Generator<[string, Delivery]> {
+  private *due(s: GroupTopicState, now: number): Generator<[DeliveryKey, Delivery]> {
     const { renewAheadMs } = this.ctx.options;
     for (const [key, d] of s.deliveries) {
       if (d.state !== DeliveryState.INFLIGHT || !d.autoRenew || d.deadline - now > renewAheadMs) continue;

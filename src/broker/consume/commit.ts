@@ -5,10 +5,10 @@
  */
 import type { StateRecord } from '../state-records.js';
 import type { ConsumeContext } from './context.js';
-import { Source, deliveryKey, type Delivery, type GroupTopicState } from './delivery.js';
+import { Source, deliveryKey, type Delivery, type DeliveryKey, type GroupTopicState } from './delivery.js';
 
 /** Remove a delivery from memory; the caller journals it with `journalSettled`. */
-export function settle(ctx: ConsumeContext, s: GroupTopicState, key: string): Delivery {
+export function settle(ctx: ConsumeContext, s: GroupTopicState, key: DeliveryKey): Delivery {
   const d = s.deliveries.get(key)!;
   s.deliveries.delete(key);
   ctx.heap.noteStale();

@@ -33,7 +33,7 @@ import { AdminChanges } from './admin-changes.js';
 import { AutoRenew } from './auto-renew.js';
 import { ConsumeContext, type ConsumeDeps } from './context.js';
 import { ConsumeJournal } from './consume-journal.js';
-import { DeliveryState, Source, baseGroupOf, deliveryKey, type GroupTopicState } from './delivery.js';
+import { DeliveryState, Source, baseGroupOf, deliveryKey, type DeliveryKey, type GroupTopicState } from './delivery.js';
 import { settleWrittenFailures } from './failure-marks.js';
 import { rebuildHeld } from './fifo.js';
 import { Pop, type Delivered } from './pop.js';
@@ -494,7 +494,7 @@ export class ConsumeService implements StateParticipant {
         moved.push({ source, queueId, next: end });
       }
     }
-    const dropped: string[] = [];
+    const dropped: DeliveryKey[] = [];
     for (const [key, d] of s.deliveries) {
       const end = d.source === source ? ends.get(d.queueId) : undefined;
       if (end !== undefined && d.offset >= end) dropped.push(key);

@@ -21,7 +21,7 @@ import type { SessionRegistry } from '../sessions.js';
 import type { StateJournal } from '../state-journal.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { DeadlineHeap } from './deadline-heap.js';
-import { ConsumeStates, type GroupTopicState } from './delivery.js';
+import { ConsumeStates, type DeliveryKey, type GroupTopicState } from './delivery.js';
 import { LongPollWaiters, ParkingLot } from './long-poll.js';
 
 /** Consumption settings (defaults and meanings in common/config.ts) and the group auto-creation switch. */
@@ -41,7 +41,7 @@ export interface ConsumeDeps {
 /** A delivery's invisible time or FIFO retry wait ends (stale when the nonce has changed since). */
 export interface DeliveryDeadline {
   state: GroupTopicState;
-  key: string;
+  key: DeliveryKey;
   nonce: number;
 }
 
@@ -120,7 +120,7 @@ export class ConsumeContext {
   }
 
   /** Expire (or make due) `key` of `state` at the delivery's deadline. */
-  arm(state: GroupTopicState, key: string, nonce: number, deadline: number): void {
+  arm(state: GroupTopicState, key: DeliveryKey, nonce: number, deadline: number): void {
     this.heap.push(deadline, { state, key, nonce });
   }
 }

@@ -65,8 +65,22 @@ export function freshDelivery(
   };
 }
 
-export const deliveryKey = (source: Source, queueId: number, offset: number): string =>
-  `${source}:${queueId}:${offset}`;
+/**
+ * A delivery's key in `GroupTopicState.deliveries`: a number while the queue id and the offset fit one
+ * exactly (offsets below 2^42, queue ids below 1,024: always, in practice), else a string. A key is a
+ * function of its three parts, so a number and a string never stand for the same delivery. A number is
+ * cheaper to make and to hash than a string, and every delivery's key is made and looked up several
+ * times between its hand-out and its ack.
+ */
+export type DeliveryKey = number | string;
+
+const NUMERIC_KEY_OFFSETS = 2 ** 42;
+const NUMERIC_KEY_QUEUES = 1024;
+
+export const deliveryKey = (source: Source, queueId: number, offset: number): DeliveryKey =>
+  offset < NUMERIC_KEY_OFFSETS && queueId < NUMERIC_KEY_QUEUES
+    ? offset * (2 * NUMERIC_KEY_QUEUES) + queueId * 2 + source
+    : `${source}:${queueId}:${offset}`;
 
 /** The key of a (consumer group, topic) in maps and in the keyed executor. */
 export const stateKey = (group: string, topic: string): string => `${group}\u0000${topic}`;
@@ -77,7 +91,7 @@ export const baseGroupOf = (group: string): string => group.split(BROADCAST_SEPA
 
 /** A failed delivery to turn into a retry, a FIFO wait or a dead letter (revive.ts). */
 export interface Failure {
-  key: string;
+  key: DeliveryKey;
   delivery: Delivery;
   /** The client's wish (push nack), in ms. */
   requestedMs: number;
@@ -93,11 +107,11 @@ export class GroupTopicState {
   readonly topicNext = new Map<number, number>();
   /** Next offset to read per queue of the group's retry topic for this topic. */
   readonly retryNext = new Map<number, number>();
-  readonly deliveries = new Map<string, Delivery>();
+  readonly deliveries = new Map<DeliveryKey, Delivery>();
   /** FIFO redeliveries that are due, oldest first (may hold stale keys). */
-  ready: string[] = [];
+  ready: DeliveryKey[] = [];
   /** FIFO: key → the delivery blocking it. */
-  readonly blocked = new Map<string, string>();
+  readonly blocked = new Map<string, DeliveryKey>();
   readonly fifo = new Map<number, FifoQueue>();
   /** Retry queues whose head is not due before this time. */
   readonly retryDueHint = new Map<number, number>();

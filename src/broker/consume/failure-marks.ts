@@ -21,7 +21,7 @@
 import type { StoredMessage } from '../../store/index.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext } from './context.js';
-import { DeliveryState, baseGroupOf, type Delivery, type GroupTopicState } from './delivery.js';
+import { DeliveryState, baseGroupOf, type Delivery, type DeliveryKey, type GroupTopicState } from './delivery.js';
 import { FAILED_DELIVERY, RETRY_QUEUES, dlqTopicOf, retryTopicOf } from './retry-records.js';
 
 /** How far back from its newest record each retry and dead-letter queue is read at start-up. */
@@ -45,7 +45,7 @@ function markOf(m: StoredMessage): string | null {
  * is already stored. Returns how many were settled.
  */
 export async function settleWrittenFailures(ctx: ConsumeContext): Promise<number> {
-  const pending = new Map<string, { s: GroupTopicState; key: string; d: Delivery }>();
+  const pending = new Map<string, { s: GroupTopicState; key: DeliveryKey; d: Delivery }>();
   /** Queues to read: topic → queue ids. */
   const queues = new Map<string, number[]>();
   for (const s of ctx.states.values()) {
@@ -63,7 +63,7 @@ export async function settleWrittenFailures(ctx: ConsumeContext): Promise<number
     queues.set(dlqTopicOf(baseGroupOf(s.group)), [0]);
   }
   if (pending.size === 0) return 0;
-  const found = new Map<GroupTopicState, string[]>();
+  const found = new Map<GroupTopicState, DeliveryKey[]>();
   const onMark = (mark: string) => {
     const p = pending.get(mark);
     if (!p) return;

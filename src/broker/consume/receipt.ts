@@ -11,6 +11,7 @@ import {
   deliveryKey,
   stateKey,
   type Delivery,
+  type DeliveryKey,
   type GroupTopicState,
 } from './delivery.js';
 
@@ -38,7 +39,7 @@ export function receiptHandlesOf(ctx: ConsumeContext, s: GroupTopicState, ds: re
 /** A handle checked for forgery and for its (group, topic): which delivery it names, and which hand-out. */
 export interface DecodedHandle {
   stateKey: string;
-  key: string;
+  key: DeliveryKey;
   nonce: number;
 }
 
@@ -85,15 +86,21 @@ export function liveDelivery(
   h: DecodedHandle,
 ): { s: GroupTopicState; d: Delivery } {
   const s = ctx.states.get(group, topic);
+  const d = liveDeliveryIn(s, h, ctx.now());
+  return { s: s!, d };
+}
+
+/** `liveDelivery` with the (group, topic)'s state looked up already (for many handles of one) at `now`. */
+export function liveDeliveryIn(s: GroupTopicState | undefined, h: DecodedHandle, now: number): Delivery {
   const d = s?.deliveries.get(h.key);
   if (!s || !d || d.nonce !== h.nonce) {
     throw new VelaError('INVALID_RECEIPT_HANDLE', 'the receipt handle was acked, superseded or never issued');
   }
-  if (d.state !== DeliveryState.INFLIGHT || d.deadline <= ctx.now()) {
+  if (d.state !== DeliveryState.INFLIGHT || d.deadline <= now) {
     throw new VelaError(
       'INVALID_RECEIPT_HANDLE',
       'the receipt handle has expired; the message will be delivered again',
     );
   }
-  return { s, d };
+  return d;
 }

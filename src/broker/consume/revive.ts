@@ -21,7 +21,7 @@ import { retryDelayMs, type RetryPolicy } from '../retry-policy.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext, DeliveryDeadline } from './context.js';
 import { readDelivered } from './delivered.js';
-import { DeliveryState, baseGroupOf, type Delivery, type Failure, type GroupTopicState } from './delivery.js';
+import { DeliveryState, baseGroupOf, type Delivery, type Failure, type DeliveryKey, type GroupTopicState } from './delivery.js';
 import { failureMark } from './failure-marks.js';
 import { dlqRecord, dlqTopicOf, originIdOf, retryRecord } from './retry-records.js';
 
@@ -85,7 +85,7 @@ export class Revive {
   }
 
   /** A FIFO delivery's retry interval is over: deliver it again first. Call serialized. */
-  private markReady(s: GroupTopicState, key: string, nonce: number, at: number): Promise<void> {
+  private markReady(s: GroupTopicState, key: DeliveryKey, nonce: number, at: number): Promise<void> {
     const d = s.deliveries.get(key);
     if (!d || d.nonce !== nonce || d.deadline !== at || d.state !== DeliveryState.WAITING_RETRY)
       return Promise.resolve();

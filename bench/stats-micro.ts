@@ -43,17 +43,17 @@ const slots = Array.from({ length: 1024 }, (_, i) => ({
 time('delivery observed, never settled (the history fills up)', (i) => {
   const s = slots[i & 1023]!;
   s.offset = i;
-  observer.delivered('G', 'Orders', s, message);
+  observer.delivered('G', 'Orders', s, message, Date.now());
 });
 let k = 0;
 time('delivery observed, then settled (ack)', () => {
   const s = slots[k & 1023]!;
   s.offset = k++;
-  observer.delivered('G', 'Orders', s, message);
+  observer.delivered('G', 'Orders', s, message, Date.now());
   observer.settled('G', 'Orders', [s], 'ACKED');
 });
 const off = new ConsumptionObserver(stats, new DeliveryHistory(0), () => Date.now());
 time('delivery observed with the history off (counters only)', (i) => {
   const s = slots[i & 1023]!;
-  off.delivered('G', 'Orders', s, message);
+  off.delivered('G', 'Orders', s, message, Date.now());
 });

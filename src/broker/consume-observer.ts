@@ -15,8 +15,8 @@ import type {
 import { originIdOf } from './consume/retry-records.js';
 
 export interface ConsumeObserver {
-  /** A message went to a push or simple consumer (`message` as the client sees it). */
-  delivered(group: string, topic: string, d: DeliveredSlot, message: StoredMessage): void;
+  /** A message went to a push or simple consumer (`message` as the client sees it) at `at` (ms). */
+  delivered(group: string, topic: string, d: DeliveredSlot, message: StoredMessage, at: number): void;
   /** Deliveries ended: acked, or failed (and what follows). */
   settled(
     group: string,
@@ -47,9 +47,9 @@ export class ConsumptionObserver implements ConsumeObserver, PullObserver {
     private readonly now: () => number,
   ) {}
 
-  delivered(group: string, topic: string, d: DeliveredSlot, m: StoredMessage): void {
+  delivered(group: string, topic: string, d: DeliveredSlot, m: StoredMessage, at: number): void {
     this.stats.delivered(group, topic, d.source === 1, 1, m.body.length);
-    if (this.history.enabled) this.history.delivered(originIdOf(m), m.messageId, group, topic, d, this.now());
+    if (this.history.enabled) this.history.delivered(originIdOf(m), m.messageId, group, topic, d, at);
   }
 
   settled(

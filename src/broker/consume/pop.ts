@@ -141,7 +141,7 @@ class Batch {
       deliveryAttempt: d.attempt,
       invisibleMs: req.invisibleMs,
     });
-    this.ctx.observer?.delivered(s.group, s.topic, d, message);
+    this.ctx.observer?.delivered(s.group, s.topic, d, message, this.now);
     this.ctx.arm(s, key, d.nonce, d.deadline);
   }
 

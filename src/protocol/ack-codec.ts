@@ -14,6 +14,8 @@
  * decoder on damaged requests.
  */
 import type { Resource, Status } from './wire-types.js';
+import { copyBytes } from '../common/copy-bytes.js';
+import { vsize, writeVarint } from './varint.js';
 import {
   coveredStatus,
   measureStatus,
@@ -40,6 +42,30 @@ export interface AckEntryWire {
 export interface AckResponseWire {
   status: Status;
   entries?: { message_id: string; receipt_handle: string; status: Status }[];
+  /**
+   * Instead of `entries`: the request's entries, each answered with `status`, copied from the
+   * request's bytes (`ackEcho`). Only `encodeAckResponse` writes it.
+   */
+  echo?: AckEcho;
+}
+
+/**
+ * Where the entries of a decoded AckMessageRequest lie in its bytes, when each is written as
+ * protobufjs writes one (message id, then receipt handle, minimal lengths): an answer's entry holds
+ * the same two fields and then its status, so an all-OK answer is the request's entries copied with a
+ * status after each, with no string decoded again, measured or written per entry.
+ */
+export interface AckEcho {
+  bytes: Buffer;
+  /** Start and length of each entry's fields, in request order. */
+  spans: number[];
+}
+
+const echoes = new WeakMap<AckRequestWire, AckEcho>();
+
+/** The entries of `req` (as `decodeAckRequest` gave it) to copy into an answer, if they can be. */
+export function ackEcho(req: object): AckEcho | undefined {
+  return echoes.get(req as AckRequestWire);
 }
 
 // ---- decoding ----
@@ -62,9 +88,17 @@ function small(end: number): number {
   throw UNSUPPORTED;
 }
 
+/** Fields the last `twoStrings` read, and where its message's fields begin. */
+let fieldsRead = 0;
+let fieldsAt = 0;
+/** Bytes the varints read by `lengthOf` took past the fewest their values need (0: all minimal). */
+let padding = 0;
+
 function lengthOf(end: number): number {
+  const from = pos;
   const n = small(end);
   if (n > end - pos) throw UNSUPPORTED;
+  padding += pos - from - vsize(n);
   return n;
 }
 
@@ -92,7 +126,10 @@ function twoStrings<T>(end: number, first: keyof T & string, second: keyof T & s
   const n = lengthOf(end);
   const stop = pos + n;
   const o: Record<string, string> = {};
+  fieldsRead = 0;
+  fieldsAt = pos;
   while (pos < stop) {
+    fieldsRead++;
     const tag = small(stop);
     if (tag === ((1 << 3) | 2)) o[first] = string(stop);
     else if (tag === ((2 << 3) | 2)) o[second] = string(stop);
@@ -111,13 +148,21 @@ export function decodeAckRequest(bytes: Buffer): AckRequestWire | undefined {
   const end = bytes.length;
   const req: AckRequestWire = {};
   const entries: AckEntryWire[] = [];
+  let spans: number[] | undefined = [];
   try {
     while (pos < end) {
       const tag = small(end);
       if (tag === ((1 << 3) | 2)) req.group = mergeResource(req.group, resource(end));
       else if (tag === ((2 << 3) | 2)) req.topic = mergeResource(req.topic, resource(end));
-      else if (tag === ((3 << 3) | 2)) entries.push(entry(end));
-      else return undefined;
+      else if (tag === ((3 << 3) | 2)) {
+        padding = 0;
+        const e = entry(end);
+        entries.push(e);
+        // As protobufjs writes an entry: two fields, the message id first, each length minimal.
+        if (spans && padding === 0 && fieldsRead === 2 && bytes[fieldsAt] === ((1 << 3) | 2) && e.receipt_handle)
+          spans.push(fieldsAt, pos - fieldsAt);
+        else spans = undefined;
+      } else return undefined;
     }
   } catch (err) {
     if (err === UNSUPPORTED) return undefined;
@@ -125,7 +170,10 @@ export function decodeAckRequest(bytes: Buffer): AckRequestWire | undefined {
   } finally {
     buf = EMPTY;
   }
-  if (entries.length > 0) req.entries = entries;
+  if (entries.length > 0) {
+    req.entries = entries;
+    if (spans) echoes.set(req, { bytes, spans });
+  }
   return req;
 }
 
@@ -140,7 +188,33 @@ function mergeResource(earlier: Resource | undefined, later: Resource): Resource
 
 /** An AckMessageResponse as protobufjs writes it, or undefined for an answer this does not cover. */
 export function encodeAckResponse(res: AckResponseWire): Buffer | undefined {
+  if (res.echo) return encodeEcho(res.status, res.echo);
   return writeEntriesAnswer('AckMessageResponse', res.status, res.entries ?? [], measureEntry, writeEntry);
+}
+
+/** The answer to the request `echo` came from, every entry answered with `status`: the bytes protobufjs writes for it. */
+function encodeEcho(status: Status, echo: AckEcho): Buffer | undefined {
+  if (!coveredStatus(status)) return undefined;
+  const st = measureStatus(status);
+  const statusField = nested(st.size);
+  // Each entry's status: the answer's own, under the entry's field number.
+  const entryStatus = Buffer.allocUnsafe(statusField);
+  writeStatus(entryStatus, 0, (3 << 3) | 2, status, st);
+  const { bytes, spans } = echo;
+  let total = statusField;
+  for (let i = 1; i < spans.length; i += 2) total += nested(spans[i]! + statusField);
+  const out = Buffer.allocUnsafe(total);
+  let at = writeStatus(out, 0, (1 << 3) | 2, status, st);
+  for (let i = 0; i < spans.length; i += 2) {
+    const length = spans[i + 1]!;
+    out[at++] = (2 << 3) | 2;
+    at = writeVarint(out, at, length + statusField);
+    bytes.copy(out, at, spans[i]!, spans[i]! + length);
+    at += length;
+    copyBytes(entryStatus, 0, out, at, statusField);
+    at += statusField;
+  }
+  return out;
 }
 
 type AckResultWire = NonNullable<AckResponseWire['entries']>[number];

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeRequest, encode, messagingMethods } from '../../src/protocol/codec.js';
-import { decodeAckRequest, encodeAckResponse, type AckResponseWire } from '../../src/protocol/ack-codec.js';
+import { ackEcho, decodeAckRequest, encodeAckResponse, type AckResponseWire } from '../../src/protocol/ack-codec.js';
 
 const ack = messagingMethods().get('AckMessage')!;
 const bytesOf = (o: unknown) => Buffer.from(encode(ack.requestType, o));
@@ -96,4 +96,45 @@ for (const [name, res] of responses) {
 test('an answer the hand encoder does not cover is left to protobufjs', () => {
   assert.equal(encodeAckResponse({ status: { code: -1, message: '' } }), undefined);
   assert.equal(encodeAckResponse({ status: { code: 1.5, message: '' } }), undefined);
+});
+
+test('an all-OK answer that repeats the request entries from its bytes is byte for byte protobufjs', () => {
+  const entries = [
+    ...Array.from({ length: 300 }, (_, i) => ({ message_id: `01AB${i}`.padEnd(32, 'F'), receipt_handle: handle })),
+    { message_id: 'идентификатор', receipt_handle: handle }, // non-ASCII: copied as bytes all the same
+    { message_id: 'x'.repeat(200), receipt_handle: 'h'.repeat(130) }, // lengths of two-byte varints
+  ];
+  const req = { group: { name: 'G' }, topic: { name: 'T' }, entries };
+  const decoded = decodeAckRequest(bytesOf(req))!;
+  const echo = ackEcho(decoded);
+  assert.ok(echo, 'entries written as protobufjs writes them can be repeated');
+  for (const status of [
+    { code: 20000, message: 'OK' },
+    { code: 20000, message: '' },
+  ]) {
+    const fast = encodeAckResponse({ status, echo });
+    const expected = Buffer.from(encode(ack.responseType, { status, entries: entries.map((e) => ({ ...e, status })) }));
+    assert.ok(fast?.equals(expected), `the same bytes with status ${JSON.stringify(status)}`);
+  }
+});
+
+test('entries not written as protobufjs writes them are answered from the decoded strings', () => {
+  const one = (fields: Buffer) => Buffer.concat([Buffer.from([(3 << 3) | 2, fields.length]), fields]);
+  const id = Buffer.from([(1 << 3) | 2, 1, 0x6d]); // message_id 'm'
+  const h = Buffer.from([(2 << 3) | 2, 1, 0x68]); // receipt_handle 'h'
+  const cases: [string, Buffer][] = [
+    ['the handle before the id', one(Buffer.concat([h, id]))],
+    ['a length padded to two bytes', one(Buffer.concat([Buffer.from([(1 << 3) | 2, 0x81, 0x00, 0x6d]), h]))],
+    ['the id given twice', one(Buffer.concat([id, id, h]))],
+    ['no id', one(h)],
+    ['no handle', one(id)],
+  ];
+  for (const [what, entry] of cases) {
+    const bytes = Buffer.concat([one(Buffer.concat([id, h])), entry]);
+    const decoded = decodeAckRequest(bytes);
+    assert.deepEqual(decoded, decodeRequest(ack.requestType, bytes), `${what}: decoded as protobufjs decodes it`);
+    assert.equal(ackEcho(decoded!), undefined, `${what}: not repeated from the bytes`);
+  }
+  const fine = decodeAckRequest(one(Buffer.concat([id, h])))!;
+  assert.deepEqual(ackEcho(fine)?.spans, [2, 6]);
 });

@@ -10,6 +10,7 @@ import { fromMillis, toMillis } from '../codec.js';
 import { resourceName, type CallContext } from '../context.js';
 import type { DeliveredFrame } from '../message-frame.js';
 import { fromInternal } from '../namespace.js';
+import { ackEcho, type AckResponseWire } from '../ack-codec.js';
 import { batchStatus, OK_STATUS, statusOf } from '../status.js';
 import {
   WireFilterType,
@@ -100,7 +101,7 @@ export async function ackMessage(
   ctx: CallContext,
   req: { group?: Resource; topic?: Resource; entries?: { message_id?: string; receipt_handle?: string }[] },
   logger: Logger,
-): Promise<{ status: Status; entries: { message_id: string; receipt_handle: string; status: Status }[] }> {
+): Promise<AckResponseWire> {
   const baseGroup = resourceName(ctx, req.group);
   const topic = resourceName(ctx, req.topic);
   checkGroupName(fromInternal(baseGroup).name);
@@ -114,6 +115,9 @@ export async function ackMessage(
     topic,
     wanted.map((e) => e.receipt_handle ?? ''),
   );
+  // All acknowledged (the rule): the answer repeats the request's entries, copied from its bytes.
+  const echo = results.every((r) => r === null) ? ackEcho(req) : undefined;
+  if (echo) return { status: OK_STATUS, echo };
   const entries = wanted.map((e, i) => {
     const err = results[i];
     return {

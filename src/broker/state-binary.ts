@@ -242,6 +242,7 @@ export function decodeBinaryRecord(buf: Buffer): StateRecord {
         state,
         fifoKey: r.str(),
         historySeq: -1,
+        armed: false,
       };
     }
     const fifoLows = r.lows();

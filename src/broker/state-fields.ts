@@ -103,6 +103,7 @@ export function deliveryOf(v: unknown, what: string): Delivery {
     // Records from before FIFO consumption have no key.
     fifoKey: t[9] === undefined ? '' : str(t[9], what),
     historySeq: -1,
+    armed: false,
   };
 }
 

@@ -95,6 +95,7 @@ test('the walked form decodes to the same state; a state with no deliveries keep
     state: 0 as const,
     fifoKey: '',
     historySeq: -1,
+    armed: false,
   });
   const entries = [
     {

@@ -116,6 +116,7 @@ test('old records decode into the typed fields', () => {
     state: 0,
     fifoKey: '1\u0000order-1',
     historySeq: -1, // the delivery history is not journalled
+    armed: false, // nor whether a deadline item stands for it
   });
   assert.deepEqual(dlv.fifoLows, [{ queueId: 1, low: 5 }]);
   assert.ok(done?.kind === 'settled' && done.fifo && done.settled.length === 2);

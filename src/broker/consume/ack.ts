@@ -144,7 +144,7 @@ export class Acks {
       }
       d.nonce = newNonce();
       d.deadline = ctx.now() + ms;
-      ctx.arm(s, h.key, d.nonce, d.deadline);
+      ctx.arm(s, h.key, d);
       const durable = ctx.journal.append({
         kind: 'deliveries',
         group,

@@ -14,6 +14,7 @@ export class AutoRenew {
   ) {}
 
   start(): void {
+    this.ctx.renewing = true;
     this.ctx.timers.interval(
       () => void this.renew().catch((err) => this.ctx.logger.error({ err }, 'renew failed')),
       this.ctx.options.renewIntervalMs,
@@ -30,11 +31,18 @@ export class AutoRenew {
     }
   }
 
+  /**
+   * The deliveries of live clients to renew now. Those of clients that are gone are left to expire:
+   * one the hand-out left to this scan (`armUnlessRenewed`) is armed here, at its deadline.
+   */
   private *due(s: GroupTopicState, now: number): Generator<[DeliveryKey, Delivery]> {
     const { renewAheadMs } = this.ctx.options;
     for (const [key, d] of s.deliveries) {
       if (d.state !== DeliveryState.INFLIGHT || !d.autoRenew || d.deadline - now > renewAheadMs) continue;
-      if (!this.ctx.sessions.isAlive(d.clientId)) continue; // let it expire: the client is gone
+      if (!this.ctx.sessions.isAlive(d.clientId)) {
+        if (!d.armed) this.ctx.arm(s, key, d);
+        continue;
+      }
       yield [key, d];
     }
   }
@@ -46,7 +54,7 @@ export class AutoRenew {
     const renewed: Delivery[] = [];
     for (const [key, d] of this.due(s, now)) {
       d.deadline = now + ctx.options.autoRenewInvisibleMs;
-      ctx.arm(s, key, d.nonce, d.deadline);
+      ctx.armUnlessRenewed(s, key, d, now);
       renewed.push(d);
     }
     if (renewed.length === 0) return undefined;

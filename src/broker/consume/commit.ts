@@ -11,7 +11,7 @@ import { Source, deliveryKey, type Delivery, type DeliveryKey, type GroupTopicSt
 export function settle(ctx: ConsumeContext, s: GroupTopicState, key: DeliveryKey): Delivery {
   const d = s.deliveries.get(key)!;
   s.deliveries.delete(key);
-  ctx.heap.noteStale();
+  if (d.armed) ctx.heap.noteStale();
   if (d.fifoKey && s.blocked.get(d.fifoKey) === key) {
     s.blocked.delete(d.fifoKey);
     ctx.waiters.wake(s.topic, s.group);

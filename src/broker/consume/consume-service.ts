@@ -165,7 +165,7 @@ export class ConsumeService implements StateParticipant {
         if (d.fifoKey) s.blocked.set(d.fifoKey, key);
         if (d.state === DeliveryState.READY) s.ready.push(key);
         else if (d.deadline <= now) this.revive.onDeadline({ state: s, key, nonce: d.nonce }, d.deadline);
-        else ctx.arm(s, key, d.nonce, d.deadline);
+        else ctx.arm(s, key, d);
       }
     }
     this.autoRenew.start();

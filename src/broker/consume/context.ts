@@ -21,7 +21,7 @@ import type { SessionRegistry } from '../sessions.js';
 import type { StateJournal } from '../state-journal.js';
 import type { TopicRegistry } from '../topic-registry.js';
 import { DeadlineHeap } from './deadline-heap.js';
-import { ConsumeStates, type DeliveryKey, type GroupTopicState } from './delivery.js';
+import { ConsumeStates, type Delivery, type DeliveryKey, type GroupTopicState } from './delivery.js';
 import { LongPollWaiters, ParkingLot } from './long-poll.js';
 
 /** Consumption settings (defaults and meanings in common/config.ts) and the group auto-creation switch. */
@@ -113,14 +113,43 @@ export class ConsumeContext {
     return this.executor.drain();
   }
 
+  /**
+   * Auto-renewal scans run (`AutoRenew.start`): an auto-renewed delivery far enough from its deadline
+   * needs no heap item (`armUnlessRenewed`).
+   */
+  renewing = false;
+
   /** Whether a deadline in the heap is still its delivery's (neither settled, re-armed nor forgotten since). */
   isCurrent({ state, key, nonce }: DeliveryDeadline, at: number): boolean {
     const d = state.deliveries.get(key);
     return d !== undefined && d.nonce === nonce && d.deadline === at && this.states.isLive(state);
   }
 
-  /** Expire (or make due) `key` of `state` at the delivery's deadline. */
-  arm(state: GroupTopicState, key: DeliveryKey, nonce: number, deadline: number): void {
-    this.heap.push(deadline, { state, key, nonce });
+  /** Expire (or make due) delivery `d` (`key` of `state`) at its deadline, for its current nonce. */
+  arm(state: GroupTopicState, key: DeliveryKey, d: Delivery): void {
+    d.armed = true;
+    this.heap.push(d.deadline, { state, key, nonce: d.nonce });
+  }
+
+  /**
+   * `arm`, unless `d` is auto-renewed and the renewal scan is sure to look at it before its deadline:
+   * the scan renews it while its client lives and arms it once its client is gone (auto-renew.ts).
+   * A scan runs every `renewIntervalMs` and looks at deliveries `renewAheadMs` from their deadline, so
+   * with `renewAheadMs` ≥ two intervals and a deadline more than two intervals away, at least one scan
+   * falls within that window an interval or more before the deadline. Most push deliveries are acked
+   * long before their deadline, and then never cost a heap item or its sweeping.
+   */
+  armUnlessRenewed(state: GroupTopicState, key: DeliveryKey, d: Delivery, now: number): void {
+    const { renewAheadMs, renewIntervalMs } = this.options;
+    if (
+      d.autoRenew &&
+      this.renewing &&
+      renewAheadMs >= 2 * renewIntervalMs &&
+      d.deadline - now > 2 * renewIntervalMs
+    ) {
+      d.armed = false;
+    } else {
+      this.arm(state, key, d);
+    }
   }
 }

@@ -40,6 +40,11 @@ export interface Delivery {
   fifoKey: string;
   /** The delivery history's record of the latest hand-out while it is open; -1: none (not journalled). */
   historySeq: number;
+  /**
+   * An item of the deadline heap stands for this delivery's nonce and deadline (`ConsumeContext.arm`).
+   * False for an auto-renewed delivery left to the renewal scan (`armUnlessRenewed`). Not journalled.
+   */
+  armed: boolean;
 }
 
 /** A delivery about to be handed out (the hand-out arms its nonce, deadline and owner). */
@@ -62,6 +67,7 @@ export function freshDelivery(
     state: DeliveryState.INFLIGHT,
     fifoKey,
     historySeq: -1,
+    armed: false,
   };
 }
 

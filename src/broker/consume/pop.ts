@@ -142,7 +142,7 @@ class Batch {
       invisibleMs: req.invisibleMs,
     });
     this.ctx.observer?.delivered(s.group, s.topic, d, message, this.now);
-    this.ctx.arm(s, key, d.nonce, d.deadline);
+    this.ctx.armUnlessRenewed(s, key, d, this.now);
   }
 
   advance(source: Source, queueId: number, next: number): void {

@@ -80,7 +80,7 @@ export class Revive {
       if (d !== f.delivery || d.nonce !== nonces[i] || d.state !== DeliveryState.INFLIGHT) return;
       if (d.deadline > ctx.now()) return; // re-armed meanwhile
       d.deadline = at;
-      ctx.arm(s, f.key, d.nonce, at);
+      ctx.arm(s, f.key, d);
     });
   }
 
@@ -140,7 +140,7 @@ export class Revive {
         d.nonce = newNonce();
         // Simple consumers already waited their invisible time; push consumers wait the fixed interval.
         d.deadline = now + (f.immediate ? 0 : Math.max(f.requestedMs, g.fifoRetryIntervalMs));
-        ctx.arm(s, key, d.nonce, d.deadline);
+        ctx.arm(s, key, d);
         waits.push(d);
         waiting.push(f);
       } else {

@@ -64,3 +64,44 @@ test("a departed client's push deliveries go back to the group at once", async (
   const [back] = await core.receive(group, topic, { clientId: 'next' });
   assert.equal(back?.deliveryAttempt, 2);
 });
+
+test('with renewal scans running, push deliveries cost no deadline item until their client is gone', async () => {
+  const own = await openCore({
+    consume: { autoRenewInvisibleMs: 60_000, renewAheadMs: 20_000, renewIntervalMs: 5_000 },
+  });
+  try {
+    own.autoRenew.start();
+    const topic = 'LazyT';
+    const group = 'LazyG';
+    await own.topics.upsert(topic, { readQueueNums: 1, writeQueueNums: 1 });
+    await own.groups.upsert(group, {});
+    await own.send([{ topic, body: Buffer.from('a') }, { topic, body: Buffer.from('b') }]);
+    own.sessions.upsert('live', { telemetryOpen: true });
+    own.sessions.upsert('ghost', {});
+    const [a] = await own.receive(group, topic, { invisibleMs: 60_000, autoRenew: true, clientId: 'live', batch: 1 });
+    const [b] = await own.receive(group, topic, { invisibleMs: 60_000, autoRenew: true, clientId: 'ghost', batch: 1 });
+    assert.deepEqual([bodyOf(a!), bodyOf(b!)], ['a', 'b']);
+    assert.equal(own.ctx.heap.size, 0, 'no deadline item at the hand-outs');
+
+    // The scan within 20 s of the deadlines: the live client's delivery is renewed (still no item);
+    // the departed client's is armed at its deadline.
+    own.clock.advance(45_000);
+    await own.autoRenew.renew();
+    assert.equal(own.ctx.heap.size, 1, "an item for the departed client's delivery only");
+    await own.autoRenew.renew();
+    assert.equal(own.ctx.heap.size, 1, 'armed once, however many scans see it');
+
+    await own.advance(15_000); // b's deadline passes
+    assert.equal(own.progress.progress(group, topic)[0]!.inflight, 1, 'b expired, a renewed');
+    assert.deepEqual(await own.acks.ackMany(group, topic, [a!.receiptHandle]), [null]);
+    own.clock.advance(10_000); // the group's first retry interval
+    const again = await own.receive(group, topic, { clientId: 'next' });
+    assert.deepEqual(
+      again.map((x) => [bodyOf(x), x.deliveryAttempt]),
+      [['b', 2]],
+      "the departed client's message comes back once, on time",
+    );
+  } finally {
+    await own.close();
+  }
+});

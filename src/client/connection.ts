@@ -47,6 +47,19 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** `x-mq-date-time` changes once a second: formatted once a second, not per request. */
+let dateTimeSecond = -1;
+let dateTime = '';
+function currentDateTime(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateTimeSecond) {
+    dateTimeSecond = second;
+    dateTime = formatDateTime(now);
+  }
+  return dateTime;
+}
+
 /** The headers of one request. */
 export function requestMetadata(id: Identity): Record<string, string> {
   const c = id.credentials;
@@ -56,7 +69,7 @@ export function requestMetadata(id: Identity): Record<string, string> {
   const md: Record<string, string> = {
     'x-mq-client-id': id.clientId,
     'x-mq-protocol': 'v2',
-    'x-mq-date-time': signed?.dateTime ?? formatDateTime(Date.now()),
+    'x-mq-date-time': signed?.dateTime ?? currentDateTime(),
     'x-mq-request-id': randomUUID(),
     // The official broker's LanguageCode enum has no Node.js value; the Settings' user agent says NODE_JS.
     'x-mq-language': 'HTTP',

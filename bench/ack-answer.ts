@@ -53,7 +53,9 @@ function measure(name: string, answer: () => number): void {
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < runs; i++) sink += answer();
   const ns = Number(process.hrtime.bigint() - t0) / runs / ENTRIES;
-  console.log(`${name.padEnd(52)} ${ns.toFixed(0).padStart(5)} ns per entry (request decoded, answer written)`);
+  console.log(
+    `${name.padEnd(52)} ${ns.toFixed(0).padStart(5)} ns per entry (request decoded, answer written)`,
+  );
 }
 
 for (let round = 1; round <= 3; round++) {

@@ -159,7 +159,13 @@ export function decodeAckRequest(bytes: Buffer): AckRequestWire | undefined {
         const e = entry(end);
         entries.push(e);
         // As protobufjs writes an entry: two fields, the message id first, each length minimal.
-        if (spans && padding === 0 && fieldsRead === 2 && bytes[fieldsAt] === ((1 << 3) | 2) && e.receipt_handle)
+        if (
+          spans &&
+          padding === 0 &&
+          fieldsRead === 2 &&
+          bytes[fieldsAt] === ((1 << 3) | 2) &&
+          e.receipt_handle
+        )
           spans.push(fieldsAt, pos - fieldsAt);
         else spans = undefined;
       } else return undefined;

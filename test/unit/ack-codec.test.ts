@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeRequest, encode, messagingMethods } from '../../src/protocol/codec.js';
-import { ackEcho, decodeAckRequest, encodeAckResponse, type AckResponseWire } from '../../src/protocol/ack-codec.js';
+import {
+  ackEcho,
+  decodeAckRequest,
+  encodeAckResponse,
+  type AckResponseWire,
+} from '../../src/protocol/ack-codec.js';
 
 const ack = messagingMethods().get('AckMessage')!;
 const bytesOf = (o: unknown) => Buffer.from(encode(ack.requestType, o));
@@ -100,7 +105,10 @@ test('an answer the hand encoder does not cover is left to protobufjs', () => {
 
 test('an all-OK answer that repeats the request entries from its bytes is byte for byte protobufjs', () => {
   const entries = [
-    ...Array.from({ length: 300 }, (_, i) => ({ message_id: `01AB${i}`.padEnd(32, 'F'), receipt_handle: handle })),
+    ...Array.from({ length: 300 }, (_, i) => ({
+      message_id: `01AB${i}`.padEnd(32, 'F'),
+      receipt_handle: handle,
+    })),
     { message_id: 'идентификатор', receipt_handle: handle }, // non-ASCII: copied as bytes all the same
     { message_id: 'x'.repeat(200), receipt_handle: 'h'.repeat(130) }, // lengths of two-byte varints
   ];
@@ -113,7 +121,9 @@ test('an all-OK answer that repeats the request entries from its bytes is byte f
     { code: 20000, message: '' },
   ]) {
     const fast = encodeAckResponse({ status, echo });
-    const expected = Buffer.from(encode(ack.responseType, { status, entries: entries.map((e) => ({ ...e, status })) }));
+    const expected = Buffer.from(
+      encode(ack.responseType, { status, entries: entries.map((e) => ({ ...e, status })) }),
+    );
     assert.ok(fast?.equals(expected), `the same bytes with status ${JSON.stringify(status)}`);
   }
 });
@@ -132,7 +142,11 @@ test('entries not written as protobufjs writes them are answered from the decode
   for (const [what, entry] of cases) {
     const bytes = Buffer.concat([one(Buffer.concat([id, h])), entry]);
     const decoded = decodeAckRequest(bytes);
-    assert.deepEqual(decoded, decodeRequest(ack.requestType, bytes), `${what}: decoded as protobufjs decodes it`);
+    assert.deepEqual(
+      decoded,
+      decodeRequest(ack.requestType, bytes),
+      `${what}: decoded as protobufjs decodes it`,
+    );
     assert.equal(ackEcho(decoded!), undefined, `${what}: not repeated from the bytes`);
   }
   const fine = decodeAckRequest(one(Buffer.concat([id, h])))!;

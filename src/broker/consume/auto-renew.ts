@@ -4,7 +4,13 @@
  * message redelivered. When the client leaves, its deliveries go back to the group at once.
  */
 import type { ConsumeContext } from './context.js';
-import { DeliveryState, type Delivery, type Failure, type DeliveryKey, type GroupTopicState } from './delivery.js';
+import {
+  DeliveryState,
+  type Delivery,
+  type Failure,
+  type DeliveryKey,
+  type GroupTopicState,
+} from './delivery.js';
 import type { Revive } from './revive.js';
 
 export class AutoRenew {

@@ -33,7 +33,14 @@ import { AdminChanges } from './admin-changes.js';
 import { AutoRenew } from './auto-renew.js';
 import { ConsumeContext, type ConsumeDeps } from './context.js';
 import { ConsumeJournal } from './consume-journal.js';
-import { DeliveryState, Source, baseGroupOf, deliveryKey, type DeliveryKey, type GroupTopicState } from './delivery.js';
+import {
+  DeliveryState,
+  Source,
+  baseGroupOf,
+  deliveryKey,
+  type DeliveryKey,
+  type GroupTopicState,
+} from './delivery.js';
 import { settleWrittenFailures } from './failure-marks.js';
 import { rebuildHeld } from './fifo.js';
 import { Pop, type Delivered } from './pop.js';

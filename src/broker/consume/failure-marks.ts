@@ -21,7 +21,13 @@
 import type { StoredMessage } from '../../store/index.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext } from './context.js';
-import { DeliveryState, baseGroupOf, type Delivery, type DeliveryKey, type GroupTopicState } from './delivery.js';
+import {
+  DeliveryState,
+  baseGroupOf,
+  type Delivery,
+  type DeliveryKey,
+  type GroupTopicState,
+} from './delivery.js';
 import { FAILED_DELIVERY, RETRY_QUEUES, dlqTopicOf, retryTopicOf } from './retry-records.js';
 
 /** How far back from its newest record each retry and dead-letter queue is read at start-up. */

@@ -21,7 +21,14 @@ import { retryDelayMs, type RetryPolicy } from '../retry-policy.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext, DeliveryDeadline } from './context.js';
 import { readDelivered } from './delivered.js';
-import { DeliveryState, baseGroupOf, type Delivery, type Failure, type DeliveryKey, type GroupTopicState } from './delivery.js';
+import {
+  DeliveryState,
+  baseGroupOf,
+  type Delivery,
+  type Failure,
+  type DeliveryKey,
+  type GroupTopicState,
+} from './delivery.js';
 import { failureMark } from './failure-marks.js';
 import { dlqRecord, dlqTopicOf, originIdOf, retryRecord } from './retry-records.js';
 

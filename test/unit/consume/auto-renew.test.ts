@@ -75,11 +75,24 @@ test('with renewal scans running, push deliveries cost no deadline item until th
     const group = 'LazyG';
     await own.topics.upsert(topic, { readQueueNums: 1, writeQueueNums: 1 });
     await own.groups.upsert(group, {});
-    await own.send([{ topic, body: Buffer.from('a') }, { topic, body: Buffer.from('b') }]);
+    await own.send([
+      { topic, body: Buffer.from('a') },
+      { topic, body: Buffer.from('b') },
+    ]);
     own.sessions.upsert('live', { telemetryOpen: true });
     own.sessions.upsert('ghost', {});
-    const [a] = await own.receive(group, topic, { invisibleMs: 60_000, autoRenew: true, clientId: 'live', batch: 1 });
-    const [b] = await own.receive(group, topic, { invisibleMs: 60_000, autoRenew: true, clientId: 'ghost', batch: 1 });
+    const [a] = await own.receive(group, topic, {
+      invisibleMs: 60_000,
+      autoRenew: true,
+      clientId: 'live',
+      batch: 1,
+    });
+    const [b] = await own.receive(group, topic, {
+      invisibleMs: 60_000,
+      autoRenew: true,
+      clientId: 'ghost',
+      batch: 1,
+    });
     assert.deepEqual([bodyOf(a!), bodyOf(b!)], ['a', 'b']);
     assert.equal(own.ctx.heap.size, 0, 'no deadline item at the hand-outs');
 

@@ -22,7 +22,21 @@ test('delivery keys are numbers for ordinary queues and offsets, strings past th
 
 test('no two triples share a key, across the edges of the numeric range', () => {
   const queues = [0, 1, 2, 511, 1022, 1023, 1024, 1025, 4096];
-  const offsets = [0, 1, 2, 1023, 1024, 2047, 2048, 2 ** 31, 2 ** 42 - 2, 2 ** 42 - 1, 2 ** 42, 2 ** 42 + 1, 2 ** 52];
+  const offsets = [
+    0,
+    1,
+    2,
+    1023,
+    1024,
+    2047,
+    2048,
+    2 ** 31,
+    2 ** 42 - 2,
+    2 ** 42 - 1,
+    2 ** 42,
+    2 ** 42 + 1,
+    2 ** 52,
+  ];
   const seen = new Map<DeliveryKey, string>();
   for (const source of SOURCES)
     for (const q of queues)

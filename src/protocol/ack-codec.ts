@@ -199,8 +199,10 @@ export function encodeAckResponse(res: AckResponseWire): Buffer | undefined {
 }
 
 /** The answer to the request `echo` came from, every entry answered with `status`: the bytes protobufjs writes for it. */
-function encodeEcho(status: Status, echo: AckEcho): Buffer | undefined {
-  if (!coveredStatus(status)) return undefined;
+function encodeEcho(status: Status, echo: AckEcho): Buffer {
+  // Never left to protobufjs, which knows nothing of `echo` and would answer without the entries.
+  if (!coveredStatus(status))
+    throw new Error('an echoed AckMessage answer with a status this writer does not cover');
   const st = measureStatus(status);
   const statusField = nested(st.size);
   // Each entry's status: the answer's own, under the entry's field number.

@@ -209,6 +209,17 @@ for (const journalToo of [false, true]) {
       assert.equal(r.queueOffset, 1, 'the offset taken back goes to the next message');
       assert.deepEqual(bodies(await receive(broker, 'G', 'T', 2000)), ['m1'], 'and the group gets it');
       assert.equal(storeOf(broker).stats().readOnly, false);
+      // The hand-out taken back never happened, as far as the counters and the history tell.
+      assert.deepEqual(broker.deliveries.of('lost'), [], 'no delivery of a message never stored');
+      const m1 = broker.deliveries.of('m1');
+      assert.equal(m1.length, 1);
+      assert.equal(m1[0]!.queueOffset, 1);
+      const out = [...broker.stats.outCounters()].filter((c) => c.group === 'G' && c.topic === 'T');
+      assert.equal(
+        out.reduce((n, c) => n + c.messages, 0),
+        2,
+        'delivered: m0 and m1, not the message taken back',
+      );
     } finally {
       fs.clear();
       await broker.close();

@@ -23,6 +23,7 @@ import type { GroupConfig, TopicConfig } from '../metadata.js';
 import { newNonce } from '../receipt-handle.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext } from './context.js';
+import type { ConsumeObserver } from '../consume-observer.js';
 import { presentDelivered, readDelivered } from './delivered.js';
 import {
   DeliveryState,
@@ -141,7 +142,6 @@ class Batch {
       deliveryAttempt: d.attempt,
       invisibleMs: req.invisibleMs,
     });
-    this.ctx.observer?.delivered(s.group, s.topic, d, message, this.now);
     this.ctx.armUnlessRenewed(s, key, d, this.now);
   }
 
@@ -155,6 +155,31 @@ class Batch {
 }
 
 const nothing = (): void => {};
+
+/**
+ * Tell the observer (counters, delivery history) about a pop's hand-outs once its writes are done,
+ * not while it reads: a failed write can still take a message read before it was durable back, and
+ * a hand-out undone so (`takeBack`) must not count, nor stand in the history for the message that
+ * takes its offset next. Only hand-outs still in flight as handed out are told (one settled
+ * meanwhile, by a deadline or its client leaving, never reached anyone). Runs before the caller's
+ * own continuation of `durable`, so a delivery is in the history before its client can ack it.
+ */
+function observeWhenSettled(b: Batch, durable: Promise<void>, observer: ConsumeObserver): Promise<void> {
+  const { s, changed, delivered } = b;
+  const nonces = changed.map((d) => d.nonce);
+  const observe = (): void => {
+    for (let i = 0; i < changed.length; i++) {
+      const d = changed[i]!;
+      if (d.nonce !== nonces[i] || d.state !== DeliveryState.INFLIGHT) continue;
+      if (s.deliveries.get(deliveryKey(d.source, d.queueId, d.offset)) !== d) continue;
+      observer.delivered(s.group, s.topic, d, delivered[i]!.message, b.now);
+    }
+  };
+  return durable.then(observe, (err: unknown) => {
+    observe();
+    throw err;
+  });
+}
 
 export class Pop {
   constructor(
@@ -194,6 +219,8 @@ export class Pop {
       const messages = this.ctx.store.whenDurable(b.appendedUpTo, b.rollbacks);
       durable = Promise.all([durable, messages]).then(nothing);
     }
+    if (this.ctx.observer && b.changed.length > 0)
+      durable = observeWhenSettled(b, durable, this.ctx.observer);
     const more = b.full || g.consumeMessageOrderly || this.unread(s, topic);
     return { delivered: b.delivered, durable, more };
   }

@@ -43,7 +43,7 @@ import {
 } from './delivery.js';
 import { settleWrittenFailures } from './failure-marks.js';
 import { rebuildHeld } from './fifo.js';
-import { Pop, type Delivered } from './pop.js';
+import { Pop, type Delivered, type PopResult } from './pop.js';
 import type { ParkingLot } from './long-poll.js';
 import { Progress, type QueueProgress } from './progress.js';
 import { receiptHandlesOf } from './receipt.js';
@@ -255,12 +255,15 @@ export class ConsumeService implements StateParticipant {
       const wait = ctx.waiters.park(req.topic, pollUntil - ctx.now(), parker, req.signal);
       let out: Delivered[];
       let more: boolean;
+      let popped: PopResult | undefined;
       try {
-        const popped = await ctx.serialized(s, () => this.popper.pop(s, topic, group, popRequest));
+        popped = await ctx.serialized(s, () => this.popper.pop(s, topic, group, popRequest));
         await popped.durable;
+        popped.observe();
         out = popped.delivered;
         more = popped.more;
       } catch (err) {
+        popped?.observe();
         wait.cancel();
         throw err;
       }

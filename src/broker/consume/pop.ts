@@ -66,6 +66,12 @@ export interface PopResult {
    * read everything there was.
    */
   more: boolean;
+  /**
+   * Tell the observer about the hand-outs (see `observerOf`): the caller calls it once `durable`
+   * has settled either way, before anything else runs (so a delivery is counted before its client
+   * can ack it).
+   */
+  observe: () => void;
 }
 
 /** One pop in progress: what it handed out and which read positions it moved. */
@@ -157,17 +163,17 @@ class Batch {
 const nothing = (): void => {};
 
 /**
- * Tell the observer (counters, delivery history) about a pop's hand-outs once its writes are done,
- * not while it reads: a failed write can still take a message read before it was durable back, and
- * a hand-out undone so (`takeBack`) must not count, nor stand in the history for the message that
- * takes its offset next. Only hand-outs still in flight as handed out are told (one settled
- * meanwhile, by a deadline or its client leaving, never reached anyone). Runs before the caller's
- * own continuation of `durable`, so a delivery is in the history before its client can ack it.
+ * What tells the observer (counters, delivery history) about a pop's hand-outs, once its writes are
+ * done: not while it reads, for a failed write can still take a message read before it was durable
+ * back, and a hand-out undone so (`takeBack`) must not count, nor stand in the history for the
+ * message that takes its offset next. It tells only of hand-outs still in flight as handed out (one
+ * settled meanwhile, by a deadline or its client leaving, never reached anyone).
  */
-function observeWhenSettled(b: Batch, durable: Promise<void>, observer: ConsumeObserver): Promise<void> {
+function observerOf(b: Batch, observer: ConsumeObserver | undefined): () => void {
+  if (!observer || b.changed.length === 0) return nothing;
   const { s, changed, delivered } = b;
   const nonces = changed.map((d) => d.nonce);
-  const observe = (): void => {
+  return () => {
     for (let i = 0; i < changed.length; i++) {
       const d = changed[i]!;
       if (d.nonce !== nonces[i] || d.state !== DeliveryState.INFLIGHT) continue;
@@ -175,10 +181,6 @@ function observeWhenSettled(b: Batch, durable: Promise<void>, observer: ConsumeO
       observer.delivered(s.group, s.topic, d, delivered[i]!.message, b.now);
     }
   };
-  return durable.then(observe, (err: unknown) => {
-    observe();
-    throw err;
-  });
 }
 
 export class Pop {
@@ -190,7 +192,8 @@ export class Pop {
 
   async pop(s: GroupTopicState, topic: TopicConfig, g: GroupConfig, req: PopRequest): Promise<PopResult> {
     // Forgotten while this receive waited its turn (its topic or group was deleted).
-    if (!this.ctx.states.isLive(s)) return { delivered: [], durable: Promise.resolve(), more: false };
+    if (!this.ctx.states.isLive(s))
+      return { delivered: [], durable: Promise.resolve(), more: false, observe: nothing };
     const b = new Batch(this.ctx, s, req, this.ctx.now());
     // Each step is an async call only when it has something to read: a receive of a quiet topic (a
     // long poll's first look, or one woken for a message another receive took) reads nothing.
@@ -219,10 +222,8 @@ export class Pop {
       const messages = this.ctx.store.whenDurable(b.appendedUpTo, b.rollbacks);
       durable = Promise.all([durable, messages]).then(nothing);
     }
-    if (this.ctx.observer && b.changed.length > 0)
-      durable = observeWhenSettled(b, durable, this.ctx.observer);
     const more = b.full || g.consumeMessageOrderly || this.unread(s, topic);
-    return { delivered: b.delivered, durable, more };
+    return { delivered: b.delivered, durable, more, observe: observerOf(b, this.ctx.observer) };
   }
 
   /** A queue of the topic holds messages past the group's read position. */

@@ -166,8 +166,9 @@ const nothing = (): void => {};
  * What tells the observer (counters, delivery history) about a pop's hand-outs, once its writes are
  * done: not while it reads, for a failed write can still take a message read before it was durable
  * back, and a hand-out undone so (`takeBack`) must not count, nor stand in the history for the
- * message that takes its offset next. It tells only of hand-outs still in flight as handed out (one
- * settled meanwhile, by a deadline or its client leaving, never reached anyone).
+ * message that takes its offset next. It tells only of hand-outs still in flight as handed out: one
+ * settled while the writes took their time (its deadline passed, or its client left) has had its
+ * settlement told already, and counted after it, it would stay open in the history.
  */
 function observerOf(b: Batch, observer: ConsumeObserver | undefined): () => void {
   if (!observer || b.changed.length === 0) return nothing;

@@ -76,8 +76,8 @@ export interface SegmentLogOptions {
    * event loop has time to spare (loop-load.ts): a small durable write takes a fraction of a
    * millisecond, less than the two thread switches of a thread-pool round trip. Larger ones go
    * through the thread pool, so the event loop keeps working while a big batch is on its way to disk;
-   * so do all of them while the loop is busy, and for a while after the disk was slow
-   * (inline-writes.ts). 0 writes everything through the thread pool.
+   * so do all of them while the loop is busy, while another log of the process is writing too, and
+   * for a while after the disk was slow (inline-writes.ts). 0 writes everything through the thread pool.
    * @defaultValue 0
    */
   inlineWriteBytes?: number;
@@ -722,6 +722,7 @@ export class SegmentLog {
             bytes += chunks[i]!.buf.length;
             i++;
           }
+          this.inlineGate.flushing(this, performance.now());
           if (!this.writeInline(seg, bufs, bytes, start - seg.base)) {
             // Not a write that creates its segment: that takes several fsyncs on any disk.
             const observe = bytes <= this.inlineBytes && !seg.fresh;
@@ -755,8 +756,8 @@ export class SegmentLog {
 
   /**
    * Write a small flush on the calling thread (`inlineWriteBytes`), if the segment's descriptor is
-   * open, the event loop has time to spare (loop-load.ts) and the disk has not been slow lately
-   * (inline-writes.ts). Returns false when the caller must write it through the thread pool instead;
+   * open, the event loop has time to spare (loop-load.ts), the disk has not been slow lately and no
+   * other log of the process is writing (inline-writes.ts). Returns false when the caller must write it through the thread pool instead;
    * a failed write throws, as the thread-pool write would reject.
    */
   private writeInline(seg: Segment, bufs: Buffer[], bytes: number, at: number): boolean {
@@ -764,7 +765,7 @@ export class SegmentLog {
     // thread-pool path first.
     if (bytes > this.inlineBytes || seg.fresh) return false;
     const started = performance.now();
-    if (!this.inlineGate.isOpen(started) || !loopLoad.hasTimeToSpare(started)) return false;
+    if (!this.inlineGate.isOpen(started, this) || !loopLoad.hasTimeToSpare(started)) return false;
     const done = this.files.useSync(seg, (fd) => {
       writeAllSync(this.fs, fd, bufs, at);
       return true;

@@ -2,14 +2,19 @@
  * Small flushes (`inlineWriteBytes`) are written on the calling thread, larger ones through the thread
  * pool; after a write on the calling thread was slow, every log's writes go through the thread pool
  * for a while, and longer while small writes there still stall, so a slow disk cannot stall the event
- * loop at every flush. Either way the bytes are durable before anyone hears so, and a failed write is
- * refused the same way.
+ * loop at every flush; and only while one log of the process is writing alone. Either way the bytes
+ * are durable before anyone hears so, and a failed write is refused the same way.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SegmentLog } from '../../src/store/segment-log.js';
-import { INLINE_PAUSE_MS, INLINE_SLOW_MS, InlineWriteGate } from '../../src/store/inline-writes.js';
+import {
+  INLINE_ALONE_MS,
+  INLINE_PAUSE_MS,
+  INLINE_SLOW_MS,
+  InlineWriteGate,
+} from '../../src/store/inline-writes.js';
 import { nodeStoreFs, type StoreFs } from '../../src/store/store-fs.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { tempDir } from '../helpers.js';
@@ -201,20 +206,62 @@ test("a slow write on the calling thread keeps every log's writes off it (they s
   const logA = await openLog(dirA.path, a, 4096, gate);
   const logB = await openLog(dirB.path, b, 4096, gate);
   try {
-    for (const log of [logA, logB]) {
-      await append(log, Buffer.alloc(100)); // creates the segment
-      await append(log, Buffer.alloc(100));
-    }
+    for (const log of [logA, logB]) await append(log, Buffer.alloc(100)); // creates the segment
+    // Each log writes alone below: the other one's last flush is older than INLINE_ALONE_MS.
+    await sleep(INLINE_ALONE_MS + 20);
+    await append(logB, Buffer.alloc(100));
     assert.equal(b.calls.sync, 1, 'a fast disk: the second log writes on the calling thread');
 
+    await sleep(INLINE_ALONE_MS + 20);
     slowMs = INLINE_SLOW_MS + 5;
     await append(logA, Buffer.alloc(100));
-    assert.equal(a.calls.sync, 2, 'the slow write itself was on the calling thread');
+    assert.equal(a.calls.sync, 1, 'the slow write itself was on the calling thread');
     slowMs = 0;
+    await sleep(INLINE_ALONE_MS + 20);
     const asyncBefore = b.calls.async;
     await append(logB, Buffer.alloc(100));
     assert.equal(b.calls.sync, 1, "then the other log's writes are not on the calling thread either");
     assert.equal(b.calls.async, asyncBefore + 1, 'but through the thread pool');
+  } finally {
+    await logA.close();
+    await logB.close();
+    dirA.cleanup();
+    dirB.cleanup();
+  }
+});
+
+test('a log writes on the calling thread only while no other log of the process is writing', async () => {
+  const dirA = tempDir();
+  const dirB = tempDir();
+  const a = countingFs();
+  const b = countingFs();
+  const gate = new TestGate(() => 0);
+  const logA = await openLog(dirA.path, a, 4096, gate);
+  const logB = await openLog(dirB.path, b, 4096, gate);
+  try {
+    for (const log of [logA, logB]) await append(log, Buffer.alloc(100)); // creates the segment
+    await sleep(INLINE_ALONE_MS + 20);
+    for (let i = 0; i < 3; i++) await append(logA, Buffer.alloc(100));
+    assert.equal(a.calls.sync, 3, 'writing alone: on the calling thread');
+
+    // Both logs writing (messages consumed as they are stored): neither writes on the calling thread.
+    const asyncA = a.calls.async;
+    const asyncB = b.calls.async;
+    for (let i = 0; i < 3; i++) {
+      await append(logB, Buffer.alloc(100));
+      await append(logA, Buffer.alloc(100));
+    }
+    assert.equal(b.calls.sync, 0, 'the second log, while the first writes: through the thread pool');
+    assert.equal(a.calls.sync, 3, 'and the first, while the second writes, too');
+    assert.equal(b.calls.async, asyncB + 3);
+    assert.equal(a.calls.async, asyncA + 3);
+
+    // The first log stops writing: the second is alone again once its last flush is old enough.
+    await append(logB, Buffer.alloc(100));
+    assert.equal(b.calls.sync, 0, 'the first flushed moments ago');
+    await sleep(INLINE_ALONE_MS + 20);
+    await append(logB, Buffer.alloc(100));
+    assert.equal(b.calls.sync, 1, 'alone again: on the calling thread');
   } finally {
     await logA.close();
     await logB.close();

@@ -112,7 +112,7 @@ export const STORE_SCHEMA = {
   verifyChecksumOnRead: bool(true, "verify each record's checksum when it is read"),
   inlineWriteBytes: num(
     32 * 1024,
-    'a flush of the message log or the state journal up to this size is written on the event loop, without a thread-pool round trip, while the loop has time to spare; larger ones (and all of them while the loop is over 70 % busy, or for a second after a write on the loop, or a small one in the thread pool, took over 10 ms, doubling while writes on the loop stay slow, up to a minute) go through the thread pool (0: always the thread pool)',
+    'a flush of the message log or the state journal up to this size is written on the event loop, without a thread-pool round trip, while the loop has time to spare and no other log of the process is writing; larger ones (and all of them while the loop is over 70 % busy, while the message log and the state journal both wrote in the last 100 ms, or for a second after a write on the loop, or a small one in the thread pool, took over 10 ms, doubling while writes on the loop stay slow, up to a minute) go through the thread pool (0: always the thread pool)',
     'bytes',
   ),
   stateCompactBytes: num(

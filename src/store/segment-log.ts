@@ -77,7 +77,8 @@ export interface SegmentLogOptions {
    * millisecond, less than the two thread switches of a thread-pool round trip. Larger ones go
    * through the thread pool, so the event loop keeps working while a big batch is on its way to disk;
    * so do all of them while the loop is busy, while another log of the process is writing too, and
-   * for a while after the disk was slow (inline-writes.ts). 0 writes everything through the thread pool.
+   * for a while after the disk was slow (inline-writes.ts). 0 writes everything through the thread
+   * pool.
    * @defaultValue 0
    */
   inlineWriteBytes?: number;
@@ -757,8 +758,8 @@ export class SegmentLog {
   /**
    * Write a small flush on the calling thread (`inlineWriteBytes`), if the segment's descriptor is
    * open, the event loop has time to spare (loop-load.ts), the disk has not been slow lately and no
-   * other log of the process is writing (inline-writes.ts). Returns false when the caller must write it through the thread pool instead;
-   * a failed write throws, as the thread-pool write would reject.
+   * other log of the process is writing (inline-writes.ts). Returns false when the caller must write
+   * it through the thread pool instead; a failed write throws, as the thread-pool write would reject.
    */
   private writeInline(seg: Segment, bufs: Buffer[], bytes: number, at: number): boolean {
     // A segment this process is creating is opened (and its directory entry made durable) by the

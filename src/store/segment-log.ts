@@ -723,11 +723,11 @@ export class SegmentLog {
             bytes += chunks[i]!.buf.length;
             i++;
           }
-          this.inlineGate.flushing(this, performance.now());
-          if (!this.writeInline(seg, bufs, bytes, start - seg.base)) {
+          const started = performance.now();
+          this.inlineGate.flushing(this, started);
+          if (!this.writeInline(seg, bufs, bytes, start - seg.base, started)) {
             // Not a write that creates its segment: that takes several fsyncs on any disk.
             const observe = bytes <= this.inlineBytes && !seg.fresh;
-            const started = performance.now();
             await this.files.use(seg, (fd) => writeAll(this.fs, fd, bufs, start - seg.base));
             if (observe) this.wroteInPool(bytes, started);
           }
@@ -760,12 +760,12 @@ export class SegmentLog {
    * open, the event loop has time to spare (loop-load.ts), the disk has not been slow lately and no
    * other log of the process is writing (inline-writes.ts). Returns false when the caller must write
    * it through the thread pool instead; a failed write throws, as the thread-pool write would reject.
+   * `started` is `performance.now()` as the flush began.
    */
-  private writeInline(seg: Segment, bufs: Buffer[], bytes: number, at: number): boolean {
+  private writeInline(seg: Segment, bufs: Buffer[], bytes: number, at: number, started: number): boolean {
     // A segment this process is creating is opened (and its directory entry made durable) by the
     // thread-pool path first.
     if (bytes > this.inlineBytes || seg.fresh) return false;
-    const started = performance.now();
     if (!this.inlineGate.isOpen(started, this) || !loopLoad.hasTimeToSpare(started)) return false;
     const done = this.files.useSync(seg, (fd) => {
       writeAllSync(this.fs, fd, bufs, at);

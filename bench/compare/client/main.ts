@@ -7,8 +7,6 @@ import { randomBytes } from 'node:crypto';
 import type { WorkloadSpec } from '../types.js';
 import type { Peer } from './peer.js';
 import { closeWithin, errorText } from './peer.js';
-import { NatsPeer, RabbitMqPeer, RedisPeer } from './other-peers.js';
-import { VelaOfficialPeer, VelaSdkPeer } from './vela-peers.js';
 import { consumeBacklog, endToEnd, produce, type Marks } from './workloads.js';
 
 const spec = JSON.parse(process.argv[2] ?? 'null') as WorkloadSpec | null;
@@ -18,20 +16,25 @@ if (!spec) {
 }
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
+/**
+ * The peer under test, its module loaded only now: a process holds one client library, as an
+ * application would (another library's code and data in the heap would change how often this process
+ * collects garbage, and with it W3's tail).
+ */
 async function open(s: WorkloadSpec): Promise<Peer> {
   switch (s.target) {
     case 'vela-sdk':
-      return new VelaSdkPeer(s.port, s.adminPort!);
+      return new (await import('./vela-sdk-peer.js')).VelaSdkPeer(s.port, s.adminPort!);
     case 'vela-official':
-      return new VelaOfficialPeer(s.port, s.adminPort!);
+      return new (await import('./vela-official-peer.js')).VelaOfficialPeer(s.port, s.adminPort!);
     case 'vela-remoting':
       throw new Error('the Remoting row runs the Java client (bench/compare/remoting-rows.ts)');
     case 'rabbitmq':
-      return new RabbitMqPeer(s.port);
+      return new (await import('./rabbitmq-peer.js')).RabbitMqPeer(s.port);
     case 'nats':
-      return new NatsPeer(s.port).open();
+      return new (await import('./nats-peer.js')).NatsPeer(s.port).open();
     case 'redis':
-      return new RedisPeer(s.port);
+      return new (await import('./redis-peer.js')).RedisPeer(s.port);
   }
 }
 

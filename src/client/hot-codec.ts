@@ -483,18 +483,26 @@ export function encodeAckRequest(
   return out;
 }
 
-/** An AckMessageResponse, as far as the SDK reads it: the status, and each entry's status in order. */
+/**
+ * An AckMessageResponse, as far as the SDK reads it: the status, and each entry's status in order.
+ * Read-only: entries with the same status as the one before them are that same object.
+ */
 export interface AckAnswer {
   status?: Status;
-  entries: { status?: Status }[];
+  entries: readonly { readonly status?: Status }[];
 }
+
+/** The last entry decoded, and its status's message bytes: most answers repeat one status (OK). */
+let lastAckEntry: { readonly status?: Status } = Object.freeze({});
+const lastAckMessage = new RecentString();
 
 /** Decode an AckMessageResponse, skipping the ids and receipt handles it echoes. */
 export function decodeAckResponse(bytes: Buffer): AckAnswer {
   buf = bytes;
   pos = 0;
   const end = bytes.length;
-  const answer: AckAnswer = { entries: [] };
+  const entries: { readonly status?: Status }[] = [];
+  const answer: AckAnswer = { entries };
   try {
     while (pos < end) {
       const tag = varint(end);
@@ -502,13 +510,30 @@ export function decodeAckResponse(bytes: Buffer): AckAnswer {
         answer.status = status(end);
       } else if (tag === 18) {
         const stop = enter(end);
-        const entry: { status?: Status } = {};
+        let code: number | undefined;
+        let message = '';
         while (pos < stop) {
           const t = varint(stop);
-          if (t === 26) entry.status = status(stop);
-          else skip(t, stop);
+          if (t === 26) {
+            // The entry's status, read in place: one object per distinct status, not per entry.
+            const sEnd = enter(stop);
+            code = 0;
+            message = '';
+            while (pos < sEnd) {
+              const st = varint(sEnd);
+              if (st === 8) code = int32(sEnd);
+              else if (st === 18) message = recent(sEnd, lastAckMessage);
+              else skip(st, sEnd);
+            }
+          } else skip(t, stop);
         }
-        answer.entries.push(entry);
+        const last = lastAckEntry.status;
+        if (code === undefined ? last !== undefined : last?.code !== code || last.message !== message) {
+          lastAckEntry = Object.freeze(
+            code === undefined ? {} : { status: Object.freeze({ code, message }) },
+          );
+        }
+        entries.push(lastAckEntry);
       } else skip(tag, end);
     }
   } finally {

@@ -230,6 +230,32 @@ test('AckMessage answers: the status and each entry status, in order', () => {
   assert.throws(() => decodeAckResponse(bytes.subarray(0, bytes.length - 2)));
 });
 
+test('AckMessage answers: entries that repeat a status share one object, and every status decodes right', () => {
+  const ok = { code: 20000, message: 'OK' };
+  const bad = { code: 40012, message: 'invalid receipt handle' };
+  const otherBad = { code: 40012, message: 'invalid receipt handle!' };
+  const codeOnly: { code: number; message?: string } = { code: 20000 };
+  const statuses = [ok, ok, ok, bad, bad, otherBad, ok, undefined, undefined, codeOnly, ok, ok];
+  const bytes = Buffer.from(
+    encode(ackResponse, {
+      status: ok,
+      entries: statuses.map((st, i) => ({ message_id: `m${i}`, receipt_handle: `h${i}`, status: st })),
+    }),
+  );
+  // Twice: the second answer starts with what the first ended with.
+  for (let round = 0; round < 2; round++) {
+    const answer = decodeAckResponse(bytes);
+    assert.deepEqual(
+      answer.entries,
+      statuses.map((st) => (st ? { status: { code: st.code, message: st.message ?? '' } } : {})),
+    );
+    assert.equal(answer.entries[1], answer.entries[0], 'a repeated status is the same object');
+    assert.equal(answer.entries[4], answer.entries[3]);
+    assert.notEqual(answer.entries[5], answer.entries[4], 'another message is another status');
+    assert.ok(Object.isFrozen(answer.entries[0]) && Object.isFrozen(answer.entries[0]!.status));
+  }
+});
+
 test('fields that usually repeat (topic, namespace, hosts) decode right when they change', () => {
   const names = ['TA', 'TB', 'TA', 'TA', 'Tü', 'x'.repeat(200), 'x'.repeat(200), 'TB', ''];
   for (const [i, name] of names.entries()) {

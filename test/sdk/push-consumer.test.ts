@@ -105,6 +105,40 @@ describe('PushConsumer', { concurrency: true }, () => {
     await c.close();
   });
 
+  test('listeners started together: each runs once, and a throw fails only its own message', async () => {
+    const { topic, group } = await setup({ retry: [100, 200] });
+    await sendN(topic, 60, 'w');
+    const attempts = new Map<string, number[]>();
+    const c = use(
+      new PushConsumer({
+        endpoints: b.endpoints,
+        group,
+        subscriptions: { [topic]: '*' },
+        concurrency: 4, // the receive's messages run in several microtasks, four listeners each
+        listener: (m) => {
+          const list = attempts.get(m.text()) ?? [];
+          list.push(m.deliveryAttempt);
+          attempts.set(m.text(), list);
+          if (Number(m.text().slice(1)) % 3 === 0 && m.deliveryAttempt === 1) throw new Error('boom');
+          return ConsumeResult.SUCCESS;
+        },
+      }),
+    );
+    await c.start();
+    await waitFor(
+      () => attempts.size === 60 && [...attempts.values()].reduce((n, l) => n + l.length, 0) === 80,
+      8000,
+      '60 messages, 20 of them twice',
+    );
+    await waitFor(() => progress(b, group, topic).inflight === 0, 3000, 'settled');
+    await sleep(300);
+    for (const [body, list] of attempts) {
+      assert.deepEqual(list, Number(body.slice(1)) % 3 === 0 ? [1, 2] : [1], body);
+    }
+    assert.equal(progress(b, group, topic).lag, 0);
+    await c.close();
+  });
+
   test('a body corrupted on the way fails its CRC32 digest: nacked, never handed to the listener', async () => {
     const { topic, group } = await setup({ retry: [200, 400] });
     await sendN(topic, 1, 'intact');

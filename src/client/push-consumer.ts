@@ -317,9 +317,9 @@ export class PushConsumer extends ConsumerBase {
       return;
     }
     // The listener never runs inside the caller's turn (receive loop, dispatcher), and one microtask
-    // runs every listener handed over meanwhile: `queueMicrotask` per message made an AsyncResource,
-    // a bound function and a closure each time (in W2 a fifth of what the SDK's process allocated per
-    // message; docs/benchmarks.md, twenty-first session).
+    // runs the listeners handed over before it starts: `queueMicrotask` per message made an
+    // AsyncResource, a bound function and a closure each time (in W2 about an eighth of what the
+    // SDK's process allocated per message; docs/benchmarks.md, twenty-first session).
     this.toRun.push(m);
     this.toRunDone.push(done);
     if (!this.runScheduled) {

@@ -27,6 +27,7 @@
 import { crc32 } from 'node:zlib';
 import { VelaError } from '../common/errors.js';
 import { crc32Shift } from '../common/crc32-shift.js';
+import { SHORT_CRC_MAX, crc32Short } from '../common/crc32-short.js';
 
 export const FRAME_HEADER_SIZE = 9;
 /** Upper bound on one frame; a length field above it is treated as corruption. */
@@ -484,9 +485,9 @@ export class MessageRecordSpans {
 
 /**
  * Bodies at least this long get their CRC from `bodyCrcOf`; below it a pass over the body costs no
- * more (~180 ns for 256 bytes against ~200 ns, `node --import tsx bench/body-crc.ts`).
+ * more (`node --import tsx bench/body-crc.ts`: ~85 ns derived against ~115 for a 128-byte body).
  */
-export const DERIVE_BODY_CRC_FROM = 512;
+export const DERIVE_BODY_CRC_FROM = 128;
 
 /**
  * The CRC-32 of the body of the message frame at `buf[off]` (`size` bytes, its checksum already
@@ -496,7 +497,10 @@ export const DERIVE_BODY_CRC_FROM = 512;
  */
 export function bodyCrcOf(buf: Buffer, off: number, size: number, bodyLength: number): number {
   const bodyStart = off + size - bodyLength;
-  const head = crc32(buf.subarray(off + 8, bodyStart));
+  const head =
+    bodyStart - off - 8 <= SHORT_CRC_MAX
+      ? crc32Short(buf, off + 8, bodyStart)
+      : crc32(buf.subarray(off + 8, bodyStart));
   return (buf.readUInt32LE(off + 4) ^ crc32Shift(head, bodyLength)) >>> 0;
 }
 

@@ -38,3 +38,18 @@ test('many distinct lengths (past the cache of operators) stay right', () => {
     assert.equal((crc32Shift(crc32(a), lb) ^ crc32(b)) >>> 0, crc32(Buffer.concat([a, b])) >>> 0);
   }
 });
+
+test('a length used often (shifted by its table) gives what the 32-step multiply gives', () => {
+  // The first uses of a length multiply; later ones look the product up. Both must agree with zlib.
+  for (const lb of [1, 1024, 1100, 65_536]) {
+    for (let i = 0; i < 200; i++) {
+      const a = randomBytes(1 + (i % 70));
+      const b = randomBytes(lb);
+      assert.equal(
+        (crc32Shift(crc32(a), lb) ^ crc32(b)) >>> 0,
+        crc32(Buffer.concat([a, b])) >>> 0,
+        `|B| ${lb}, use ${i + 1}`,
+      );
+    }
+  }
+});

@@ -213,15 +213,15 @@ export abstract class ConsumerBase extends ClientBase {
   }
 
   /** `ackMessage` without a promise: `done` is called once, never in this call. */
-  protected ackMessageThen(m: MessageView, done: AckDone): void {
+  protected ackMessageThen<A>(m: MessageView, done: AckDone<A>, arg: A): void {
     let d: { conn: Connection; source: DeliverySource };
     try {
       d = this.deliveryFor(m);
     } catch (err) {
-      queueMicrotask(() => done(err));
+      queueMicrotask(() => done(err, arg));
       return;
     }
-    this.acks.ackThen(d.conn, d.source.group, d.source.topic, m.messageId, m.receiptHandle, done);
+    this.acks.ackThen(d.conn, d.source.group, d.source.topic, m.messageId, m.receiptHandle, done, arg);
   }
 
   /** ChangeInvisibleDuration; the message's receipt handle becomes the one returned. */

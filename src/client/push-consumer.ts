@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { Code } from '../common/codes.js';
 import { WireClientType, type MessageQueue, type Status } from '../protocol/wire-types.js';
 import { nackDelayMs, receiveRetryDelay } from './backoff.js';
-import { ConsumeDispatcher } from './consume-dispatcher.js';
+import { ConsumeDispatcher, type DispatchTicket } from './consume-dispatcher.js';
 import {
   ConsumerBase,
   resolveConsumerOptions,
@@ -155,11 +155,11 @@ export class PushConsumer extends ConsumerBase {
   private readonly dispatcher: ConsumeDispatcher;
   private readonly loops = new Map<string, Loop>();
   /**
-   * Messages whose listener is to run, and their `done`s, from `runHead` on: one microtask runs those
+   * Messages whose listener is to run, and their tickets, from `runHead` on: one microtask runs those
    * queued when it starts (`runQueued`).
    */
   private readonly toRun: MessageView[] = [];
-  private readonly toRunDone: ((ok: boolean) => void)[] = [];
+  private readonly toRunTickets: DispatchTicket[] = [];
   private runHead = 0;
   private runScheduled = false;
 
@@ -168,8 +168,8 @@ export class PushConsumer extends ConsumerBase {
     super(config, 'push-consumer');
     this.options = config;
     this.dispatcher = new ConsumeDispatcher(() => this.options.concurrency, {
-      consume: (m, done) => this.consume(m, done),
-      settle: (m, ok, done) => this.settle(m, ok, done),
+      consume: (m, t) => this.consume(m, t),
+      settle: (m, ok, t) => this.settle(m, ok, t),
     });
   }
 
@@ -310,10 +310,10 @@ export class PushConsumer extends ConsumerBase {
    * returned), so only a pending promise arms the consume timeout, and the signal is created when
    * the listener first reads it (already aborted if the timeout has passed by then).
    */
-  private consume(m: MessageView, done: (ok: boolean) => void): void {
+  private consume(m: MessageView, t: DispatchTicket): void {
     if (m.corrupted) {
       this.logger.warn({ messageId: m.messageId, topic: m.topic }, 'corrupted message body; nacking it');
-      queueMicrotask(() => done(false));
+      queueMicrotask(() => t.consumed(false));
       return;
     }
     // The listener never runs inside the caller's turn (receive loop, dispatcher), and one microtask
@@ -321,7 +321,7 @@ export class PushConsumer extends ConsumerBase {
     // AsyncResource, a bound function and a closure each time (in W2 about an eighth of what the
     // SDK's process allocated per message; docs/benchmarks.md, twenty-first session).
     this.toRun.push(m);
-    this.toRunDone.push(done);
+    this.toRunTickets.push(t);
     if (!this.runScheduled) {
       this.runScheduled = true;
       queueMicrotask(this.runQueued);
@@ -329,17 +329,17 @@ export class PushConsumer extends ConsumerBase {
   }
 
   /**
-   * Run, in order, the listeners queued when this microtask started. Those their `done` lets the
+   * Run, in order, the listeners queued when this microtask started. Those their completion lets the
    * dispatcher start meanwhile wait for the next microtask, behind what was queued before it (the
    * receive loop's next receive, as when each listener had a microtask of its own).
    */
   private readonly runQueued = (): void => {
     const run = this.toRun;
-    const dones = this.toRunDone;
+    const tickets = this.toRunTickets;
     const end = run.length;
     let i = this.runHead;
     try {
-      for (; i < end; i++) this.runListener(run[i]!, dones[i]!);
+      for (; i < end; i++) this.runListener(run[i]!, tickets[i]!);
     } finally {
       // Past the one that threw, if `runListener` did (it does not: it catches the listener's throws).
       this.runHead = i < end ? i + 1 : i;
@@ -347,32 +347,32 @@ export class PushConsumer extends ConsumerBase {
         queueMicrotask(this.runQueued);
       } else {
         run.length = 0;
-        dones.length = 0;
+        tickets.length = 0;
         this.runHead = 0;
         this.runScheduled = false;
       }
     }
   };
 
-  private runListener(m: MessageView, done: (ok: boolean) => void): void {
+  private runListener(m: MessageView, t: DispatchTicket): void {
     const context = new ListenerContext();
     let r: unknown;
     try {
       r = this.options.listener(m, context);
     } catch (err) {
       this.listenerThrew(m, err);
-      done(false);
+      t.consumed(false);
       return;
     }
     if (!isThenable(r)) {
-      done(this.verdict(m, r));
+      t.consumed(this.verdict(m, r));
       return;
     }
     this.withTimeout(r, m, (err) => context.timeOut(err)).then(
-      (answer) => done(answer !== TIMED_OUT && this.verdict(m, answer)),
+      (answer) => t.consumed(answer !== TIMED_OUT && this.verdict(m, answer)),
       (err: unknown) => {
         this.listenerThrew(m, err);
-        done(false);
+        t.consumed(false);
       },
     );
   }
@@ -426,19 +426,22 @@ export class PushConsumer extends ConsumerBase {
   }
 
   /**
-   * Ack or nack, retrying retriable failures a few times; `done` once settled or given up on. An ack
+   * Ack or nack, retrying retriable failures a few times; `t.settled()` once settled or given up on. An ack
    * that succeeds the first time (nearly all of them) goes through the ack batcher without a promise.
    */
-  private settle(m: MessageView, ok: boolean, done: () => void): void {
+  private settle(m: MessageView, ok: boolean, t: DispatchTicket): void {
     if (!ok) {
-      void this.settleWithRetries(m, false, 1).then(done);
+      void this.settleWithRetries(m, false, 1).then(() => t.settled());
       return;
     }
-    this.ackMessageThen(m, (err) => {
-      if (err === undefined) done();
-      else void this.settleWithRetries(m, true, 1, err).then(done);
-    });
+    this.ackMessageThen(m, this.acked, t);
   }
+
+  /** An ack's outcome (one function for every ack: no callback made per message). */
+  private readonly acked = (err: unknown, t: DispatchTicket): void => {
+    if (err === undefined) t.settled();
+    else void this.settleWithRetries(t.message, true, 1, err).then(() => t.settled());
+  };
 
   /** Never rejects. `failed`: attempt `attempt` was already made and failed with it. */
   private async settleWithRetries(

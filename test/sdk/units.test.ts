@@ -21,7 +21,7 @@ import {
   fromTransport,
   VelaClientError as VelaClientErrorClass,
 } from '../../src/client/errors.js';
-import { ConsumeDispatcher } from '../../src/client/consume-dispatcher.js';
+import { ConsumeDispatcher, type DispatchTicket } from '../../src/client/consume-dispatcher.js';
 import { fromMillis } from '../../src/protocol/codec.js';
 import type { MessageView } from '../../src/client/message.js';
 import { sleep } from '../helpers.js';
@@ -147,18 +147,18 @@ test('dispatcher: FIFO keys run one at a time in order, others in parallel, boun
   let running = 0;
   let peak = 0;
   const d = new ConsumeDispatcher(() => 3, {
-    consume: (m, done) => {
+    consume: (m, t) => {
       peak = Math.max(peak, ++running);
       log.push(`start ${m.messageId}`);
       void sleep(5).then(() => {
         running--;
-        done(true);
+        t.consumed(true);
       });
     },
-    settle: (m, _ok, done) => {
+    settle: (m, _ok, t) => {
       void sleep(2).then(() => {
         log.push(`settled ${m.messageId}`);
-        done();
+        t.settled();
       });
     },
   });
@@ -180,10 +180,10 @@ test('dispatcher: FIFO keys run one at a time in order, others in parallel, boun
 
 test('dispatcher: a message leaves the receive window once its listener is done, not once its ack is answered', async () => {
   // Acks stay unanswered until the test answers them.
-  const unanswered: (() => void)[] = [];
+  const unanswered: DispatchTicket[] = [];
   const d = new ConsumeDispatcher(() => 16, {
-    consume: (_m, done) => queueMicrotask(() => done(true)),
-    settle: (_m, _ok, done) => void unanswered.push(done),
+    consume: (_m, t) => queueMicrotask(() => t.consumed(true)),
+    settle: (_m, _ok, t) => void unanswered.push(t),
   });
   const batch = (prefix: string, n: number) =>
     Array.from(
@@ -208,21 +208,21 @@ test('dispatcher: a message leaves the receive window once its listener is done,
     await sleep(5);
     assert.equal(d.held(4), 5, 'acks past a whole window unanswered count again');
     assert.equal(await hasRoom(4), false, 'so a broker slow to answer acks stops the receiving');
-    for (const answer of unanswered.splice(0, 2)) answer();
+    for (const answer of unanswered.splice(0, 2)) answer.settled();
     assert.ok(await hasRoom(4), 'and answers make room again');
   } finally {
-    for (const answer of unanswered.splice(0)) answer();
+    for (const answer of unanswered.splice(0)) answer.settled();
     assert.deepEqual(await d.stop(), []);
   }
 });
 
 test('dispatcher: the receive window closes on body bytes as well as on messages', async () => {
   // Listeners run only when the test lets them; acks stay unanswered until the test answers them.
-  const waitingListeners: ((ok: boolean) => void)[] = [];
-  const unanswered: (() => void)[] = [];
+  const waitingListeners: DispatchTicket[] = [];
+  const unanswered: DispatchTicket[] = [];
   const d = new ConsumeDispatcher(() => 16, {
-    consume: (_m, done) => void waitingListeners.push(done),
-    settle: (_m, _ok, done) => void unanswered.push(done),
+    consume: (_m, t) => void waitingListeners.push(t),
+    settle: (_m, _ok, t) => void unanswered.push(t),
   });
   const sized = (id: string, bytes: number) => ({ messageId: id, body: Buffer.alloc(bytes) }) as MessageView;
   const hasRoom = async (limit: number, limitBytes: number) => {
@@ -240,23 +240,23 @@ test('dispatcher: the receive window closes on body bytes as well as on messages
       false,
       'two messages of a hundred, but past the byte window: no room',
     );
-    waitingListeners.shift()!(true);
+    waitingListeners.shift()!.consumed(true);
     await sleep(5);
     assert.equal(d.heldBytes(1000), 500, 'a consumed body leaves the window while its ack is on its way');
     assert.ok(await hasRoom(100, 1000), 'and makes room');
 
-    waitingListeners.shift()!(true);
+    waitingListeners.shift()!.consumed(true);
     d.push([sized('c', 900), sized('d', 900)], () => null);
-    for (const done of waitingListeners.splice(0)) done(true);
+    for (const t of waitingListeners.splice(0)) t.consumed(true);
     await sleep(5);
     assert.equal(unanswered.length, 4, 'every ack on its way, none answered');
     assert.equal(d.heldBytes(1000), 1900, 'unanswered acks past a whole byte window count again');
     assert.equal(await hasRoom(100, 1000), false, 'so a broker slow to answer acks stops the receiving');
-    for (const answer of unanswered.splice(0, 3)) answer();
+    for (const answer of unanswered.splice(0, 3)) answer.settled();
     assert.ok(await hasRoom(100, 1000), 'and answers make room again');
   } finally {
-    for (const done of waitingListeners.splice(0)) done(true);
-    for (const answer of unanswered.splice(0)) answer();
+    for (const t of waitingListeners.splice(0)) t.consumed(true);
+    for (const answer of unanswered.splice(0)) answer.settled();
     assert.deepEqual(await d.stop(), []);
   }
 });
@@ -272,8 +272,8 @@ test('push consumer settling: a retriable ack failure is retried up to settleMax
   // The settling path alone, its broker calls stubbed: the first ack goes through the batcher's
   // callback, retries through ackMessage; back-off sleeps are skipped.
   const inner = consumer as unknown as {
-    settle(m: MessageView, ok: boolean, done: () => void): void;
-    ackMessageThen(m: MessageView, done: (err?: unknown) => void): void;
+    settle(m: MessageView, ok: boolean, t: Pick<DispatchTicket, 'message' | 'settled'>): void;
+    ackMessageThen(m: MessageView, done: (err: unknown, arg: unknown) => void, arg: unknown): void;
     ackMessage(m: MessageView): Promise<void>;
     timers: { sleep(ms: number): Promise<void> };
   };
@@ -283,12 +283,14 @@ test('push consumer settling: a retriable ack failure is retried up to settleMax
   const m = { messageId: 'm1', topic: 't' } as MessageView;
   const settle = (first: unknown, then: unknown[]) => {
     let acks = 0;
-    inner.ackMessageThen = (_m, done) => queueMicrotask(() => done(first));
+    inner.ackMessageThen = (_m, done, arg) => queueMicrotask(() => done(first, arg));
     inner.ackMessage = async () => {
       const outcome = then[acks++];
       if (outcome !== undefined) throw outcome;
     };
-    return new Promise<number>((resolve) => inner.settle(m, true, () => resolve(acks)));
+    return new Promise<number>((resolve) =>
+      inner.settle(m, true, { message: m, settled: () => resolve(acks) }),
+    );
   };
 
   assert.equal(await settle(undefined, []), 0, 'acked at once: no retry');

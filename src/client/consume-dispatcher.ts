@@ -22,7 +22,7 @@ import type { MessageView } from './message.js';
 /**
  * A message in the dispatcher, as its hooks see it: what they report to when they are done with it.
  * One object per message, made when it is received: a callback per hook and message (a closure and
- * its context each) was about a fifth of what a push consumer allocated per message.
+ * its context each) was about a sixth of what a push consumer allocated per message.
  */
 export interface DispatchTicket {
   readonly message: MessageView;

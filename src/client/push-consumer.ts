@@ -155,11 +155,10 @@ export class PushConsumer extends ConsumerBase {
   private readonly dispatcher: ConsumeDispatcher;
   private readonly loops = new Map<string, Loop>();
   /**
-   * Messages whose listener is to run, and their tickets, from `runHead` on: one microtask runs those
+   * Messages whose listener is to run (their tickets), from `runHead` on: one microtask runs those
    * queued when it starts (`runQueued`).
    */
-  private readonly toRun: MessageView[] = [];
-  private readonly toRunTickets: DispatchTicket[] = [];
+  private readonly toRun: DispatchTicket[] = [];
   private runHead = 0;
   private runScheduled = false;
 
@@ -320,8 +319,7 @@ export class PushConsumer extends ConsumerBase {
     // runs the listeners handed over before it starts: `queueMicrotask` per message made an
     // AsyncResource, a bound function and a closure each time (in W2 about an eighth of what the
     // SDK's process allocated per message; docs/benchmarks.md, twenty-first session).
-    this.toRun.push(m);
-    this.toRunTickets.push(t);
+    this.toRun.push(t);
     if (!this.runScheduled) {
       this.runScheduled = true;
       queueMicrotask(this.runQueued);
@@ -335,11 +333,10 @@ export class PushConsumer extends ConsumerBase {
    */
   private readonly runQueued = (): void => {
     const run = this.toRun;
-    const tickets = this.toRunTickets;
     const end = run.length;
     let i = this.runHead;
     try {
-      for (; i < end; i++) this.runListener(run[i]!, tickets[i]!);
+      for (; i < end; i++) this.runListener(run[i]!);
     } finally {
       // Past the one that threw, if `runListener` did (it does not: it catches the listener's throws).
       this.runHead = i < end ? i + 1 : i;
@@ -347,14 +344,14 @@ export class PushConsumer extends ConsumerBase {
         queueMicrotask(this.runQueued);
       } else {
         run.length = 0;
-        tickets.length = 0;
         this.runHead = 0;
         this.runScheduled = false;
       }
     }
   };
 
-  private runListener(m: MessageView, t: DispatchTicket): void {
+  private runListener(t: DispatchTicket): void {
+    const m = t.message;
     const context = new ListenerContext();
     let r: unknown;
     try {

@@ -14,6 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import v8 from 'node:v8';
+import { LongPollWaiters, ParkingLot, type Parking } from '../../src/broker/consume/long-poll.js';
 import { IdMap } from '../../src/common/id-map.js';
 import { NumberMap } from '../../src/common/number-map.js';
 import { KeptKeyMap } from '../../src/common/kept-key-map.js';
@@ -59,6 +60,26 @@ function check(name: string, r: { scavenges: number; bytes: number }): void {
     `${name}: ${Math.round(r.bytes / 1000)} KB promoted per scavenge (at most ${LIMIT_BYTES / 1000} KB)`,
   );
 }
+
+test('parking and cancelling long-poll requests lets what they referenced die young', () => {
+  const waiters = new LongPollWaiters(new ParkingLot({ total: 10_000, perClient: 1_000, perGroup: 1_000 }));
+  const pull = { client: 'c', group: 'g' };
+  const receive = { client: 'c', group: 'g', wakeKey: 'g\u0000*', early: true };
+  let prev: Parking | undefined;
+  let held: unknown;
+  check(
+    'long-poll',
+    promotedPerScavenge((i) => {
+      held = callGarbage(i);
+      prev?.cancel();
+      prev = waiters.park('topic', 60_000, i % 2 === 0 ? pull : receive);
+      if (i % 3 === 0) prev.passOn();
+    }),
+  );
+  prev?.cancel();
+  assert.equal(waiters.parked, 0);
+  assert.ok(held);
+});
 
 test('an IdMap of streams in flight lets each stream die young once deleted', () => {
   const m = new IdMap<object>();

@@ -16,6 +16,8 @@
 import { VelaError } from '../../common/errors.js';
 import type { CancelSignal } from '../../common/cancel-signal.js';
 import { MAX_TIMER_MS } from '../../common/timers.js';
+import { KeptKeyMap } from '../../common/kept-key-map.js';
+import { OrderedList, type ListNode } from '../../common/ordered-list.js';
 
 /** Why a parked request stopped waiting. */
 export type WakeReason = 'woken' | 'timeout' | 'aborted' | 'displaced' | 'stopped';
@@ -60,11 +62,18 @@ export interface Parking {
 }
 
 /**
- * One registered request. Registering costs an object and a set entry; the timer, the abort listener
- * and the promise come only when the request looked, found nothing and holds a place (`hold`) — most
- * requests under load find messages and never wait.
+ * One registered request, and the `Parking` its caller holds. Registering costs this object and a list
+ * node; the timer, the abort listener and the promise come only when the request looked, found nothing
+ * and holds a place (`hold`) — most requests under load find messages and never wait.
+ *
+ * The caller's handle is the entry itself, not an object literal with getters: V8 gives an object
+ * whose accessors are new closures a hidden class of its own, allocated in the old generation, and
+ * that class kept the closures — and through them the request, its call and everything it read —
+ * alive past young-generation collections until the next full one. A broker parking a request per
+ * receive and per pull promoted most of what those requests allocated (`docs/benchmarks.md`,
+ * twenty-third session).
  */
-class Entry {
+class Entry implements Parking {
   settled = false;
   counted = false;
   woken = false;
@@ -76,10 +85,14 @@ class Entry {
   private onAbort: (() => void) | undefined;
   /** When the registration was made (performance.now()), for the time left when it starts waiting. */
   private readonly since = performance.now();
+  /** Its places in its key's list and in its client's (ordered-list.ts: not Sets). */
+  keyNode: ListNode<Entry> | undefined;
+  clientNode: ListNode<Entry> | undefined;
 
   constructor(
     readonly topic: string,
-    readonly key: string,
+    /** The wake key; none for a request every arrival wakes (pulls). */
+    readonly key: string | undefined,
     readonly parker: Parker,
     private readonly owner: LongPollWaiters,
     private readonly ms: number,
@@ -114,6 +127,21 @@ class Entry {
     }
   }
 
+  hold(): VelaError | undefined {
+    if (this.settled || this.counted) return undefined;
+    const refused = this.owner.lot.enter(this);
+    if (!refused) this.arm();
+    return refused;
+  }
+
+  cancel(): void {
+    this.finish('timeout');
+  }
+
+  passOn(): void {
+    if (this.key !== undefined) this.owner.wakeOne(this.topic, this.key);
+  }
+
   get promise(): Promise<WakeReason> {
     if (!this.waiting && !this.settled) this.arm();
     return this.waiting ?? Promise.resolve(this.reason);
@@ -124,8 +152,8 @@ class Entry {
 export class ParkingLot {
   private total = 0;
   /** Counted entries per client, oldest first. */
-  private readonly byClient = new Map<string, Set<Entry>>();
-  private readonly byGroup = new Map<string, number>();
+  private readonly byClient = new KeptKeyMap<string, OrderedList<Entry>>();
+  private readonly byGroup = new KeptKeyMap<string, number>();
 
   constructor(readonly limits: ParkingLimits) {}
 
@@ -158,21 +186,21 @@ export class ParkingLot {
     }
     if (this.total >= this.limits.total) {
       // Full: the client holding the most gives up its oldest, if that makes the shares more even.
-      let victim: Set<Entry> | undefined;
-      for (const set of this.byClient.values()) if (!victim || set.size > victim.size) victim = set;
+      let victim: OrderedList<Entry> | undefined;
+      for (const list of this.byClient.values()) if (!victim || list.size > victim.size) victim = list;
       if (!victim || victim.size <= mine + 1) {
         return new VelaError(
           'TOO_MANY_REQUESTS',
           `${this.total} requests are already waiting (at most ${this.limits.total})`,
         );
       }
-      victim.values().next().value!.finish('displaced');
+      victim.first()!.finish('displaced');
     }
     e.counted = true;
     this.total++;
-    let set = this.byClient.get(client);
-    if (!set) this.byClient.set(client, (set = new Set()));
-    set.add(e);
+    let list = this.byClient.get(client);
+    if (!list) this.byClient.set(client, (list = new OrderedList()));
+    e.clientNode = list.push(e);
     this.byGroup.set(group, ofGroup + 1);
     return undefined;
   }
@@ -182,9 +210,10 @@ export class ParkingLot {
     e.counted = false;
     this.total--;
     const { client, group } = e.parker;
-    const set = this.byClient.get(client);
-    set?.delete(e);
-    if (set?.size === 0) this.byClient.delete(client);
+    const list = this.byClient.get(client);
+    if (list && e.clientNode) list.remove(e.clientNode);
+    e.clientNode = undefined;
+    if (list?.size === 0) this.byClient.delete(client);
     const n = (this.byGroup.get(group) ?? 1) - 1;
     if (n > 0) this.byGroup.set(group, n);
     else this.byGroup.delete(group);
@@ -196,110 +225,115 @@ const MAX_EMPTY_SETS = 1024;
 
 const UNLIMITED: ParkingLimits = { total: Infinity, perClient: Infinity, perGroup: Infinity };
 
+/** A topic's parked requests: by wake key (receives), and those without one (pulls), oldest first. */
+class TopicWaiters {
+  readonly keyed = new KeptKeyMap<string, OrderedList<Entry>>();
+  readonly unkeyed = new OrderedList<Entry>();
+}
+
 export class LongPollWaiters {
-  /** topic → wake key → entries, oldest first. */
-  private readonly byTopic = new Map<string, Map<string, Set<Entry>>>();
+  /**
+   * topic → its waiters. No map entry per request: a pull's entry goes in its topic's list of
+   * requests without a key (a key of its own per pull made a map churn at the pull rate, and a
+   * churning map keeps what it held alive: kept-key-map.ts).
+   */
+  private readonly byTopic = new KeptKeyMap<string, TopicWaiters>();
   private stopped = false;
-  private seq = 0;
-  /** Empty sets kept in `byTopic` (at most MAX_EMPTY_SETS). */
+  /** Empty key lists kept in `byTopic` (at most MAX_EMPTY_SETS). */
   private empties = 0;
 
   constructor(readonly lot: ParkingLot = new ParkingLot(UNLIMITED)) {}
 
   park(topic: string, ms: number, parker: Parker, signal?: CancelSignal): Parking {
-    const key = parker.wakeKey ?? `\u0000${++this.seq}`;
+    const key = parker.wakeKey;
     const entry = new Entry(topic, key, parker, this, ms, signal);
     if (this.stopped) entry.finish('stopped');
     else if (signal?.aborted) entry.finish('aborted');
     else if (ms <= 0) entry.finish('timeout');
     else this.add(entry);
-    return {
-      get promise() {
-        return entry.promise;
-      },
-      hold: () => {
-        if (entry.settled || entry.counted) return undefined;
-        const refused = this.lot.enter(entry);
-        if (!refused) entry.arm();
-        return refused;
-      },
-      cancel: () => entry.finish('timeout'),
-      passOn: () => this.wakeOne(topic, key),
-      get woken() {
-        return entry.woken;
-      },
-    };
+    return entry;
   }
 
   /**
-   * Something arrived on `topic` (for `group` only, when given): wake the oldest request of each key.
-   * With `early`, only the requests that read appended messages (true: the messages were appended)
-   * or only the others (false: they became durable).
+   * Something arrived on `topic` (for `group` only, when given): wake the oldest request of each key,
+   * and every request without one. With `early`, only the requests that read appended messages
+   * (true: the messages were appended) or only the others (false: they became durable).
    */
   wake(topic: string, group?: string, early?: boolean): void {
-    const keys = this.byTopic.get(topic);
-    if (!keys) return;
-    for (const set of [...keys.values()]) {
+    const t = this.byTopic.get(topic);
+    if (!t) return;
+    const fits = (x: Entry): boolean =>
+      (early === undefined || (x.parker.early === true) === early) &&
+      (group === undefined || x.parker.group === group);
+    for (const list of t.keyed.values()) {
       // One key is one group; its requests differ in `early` only across a change of the group's
       // kind: the oldest that matches.
-      for (const e of set) {
-        if (group !== undefined && e.parker.group !== group) break;
-        if (early !== undefined && (e.parker.early === true) !== early) continue;
-        e.finish('woken');
-        break;
-      }
+      const e = list.find((x) => early === undefined || (x.parker.early === true) === early);
+      if (e && (group === undefined || e.parker.group === group)) e.finish('woken');
     }
+    if (t.unkeyed.size > 0) for (const e of t.unkeyed.values()) if (fits(e)) e.finish('woken');
   }
 
   /** Wake the oldest request of one key. */
   wakeOne(topic: string, key: string): void {
-    this.byTopic.get(topic)?.get(key)?.values().next().value?.finish('woken');
+    this.byTopic.get(topic)?.keyed.get(key)?.first()?.finish('woken');
   }
 
   /** Answer everyone (shutdown). */
   wakeAll(): void {
     this.stopped = true;
-    for (const keys of [...this.byTopic.values()])
-      for (const set of [...keys.values()]) for (const e of [...set]) e.finish('stopped');
+    for (const t of this.byTopic.values()) {
+      for (const list of t.keyed.values()) for (const e of list.values()) e.finish('stopped');
+      for (const e of t.unkeyed.values()) e.finish('stopped');
+    }
   }
 
   /** Requests registered here (parked, or looking for messages before parking). */
   get parked(): number {
     let n = 0;
-    for (const keys of this.byTopic.values()) for (const s of keys.values()) n += s.size;
+    for (const t of this.byTopic.values()) {
+      n += t.unkeyed.size;
+      for (const list of t.keyed.values()) n += list.size;
+    }
     return n;
   }
 
-  /** @internal an entry settled: out of its set and out of the lot. */
+  /** @internal an entry settled: out of its list and out of the lot. */
   forget(e: Entry): void {
     this.lot.leave(e);
-    const keys = this.byTopic.get(e.topic);
-    const set = keys?.get(e.key);
-    if (!set?.delete(e) || set.size > 0) return;
-    if (e.parker.wakeKey === undefined) {
-      // A key of its own (pulls): never used again.
-      keys!.delete(e.key);
-      if (keys!.size === 0) this.byTopic.delete(e.topic);
+    const t = this.byTopic.get(e.topic);
+    const node = e.keyNode;
+    e.keyNode = undefined;
+    if (!t || !node) return;
+    if (e.key === undefined) {
+      t.unkeyed.remove(node);
       return;
     }
-    // A shared key's empty set stays for its next request (one receive after another would
-    // otherwise build and drop a set and a map each time); empties are pruned once there are many.
+    const list = t.keyed.get(e.key);
+    if (!list || !list.remove(node) || list.size > 0) return;
+    // A key's empty list stays for its next request (one receive after another would otherwise
+    // build and drop a list each time); empties are pruned once there are many.
     if (++this.empties > MAX_EMPTY_SETS) this.pruneEmpty();
   }
 
   private add(e: Entry): void {
-    let keys = this.byTopic.get(e.topic);
-    if (!keys) this.byTopic.set(e.topic, (keys = new Map()));
-    let set = keys.get(e.key);
-    if (!set) keys.set(e.key, (set = new Set()));
-    else if (set.size === 0) this.empties--;
-    set.add(e);
+    let t = this.byTopic.get(e.topic);
+    if (!t) this.byTopic.set(e.topic, (t = new TopicWaiters()));
+    if (e.key === undefined) {
+      e.keyNode = t.unkeyed.push(e);
+      return;
+    }
+    let list = t.keyed.get(e.key);
+    if (!list) t.keyed.set(e.key, (list = new OrderedList()));
+    else if (list.size === 0) this.empties--;
+    e.keyNode = list.push(e);
   }
 
   private pruneEmpty(): void {
-    for (const [topic, keys] of this.byTopic) {
-      for (const [key, set] of keys) if (set.size === 0) keys.delete(key);
-      if (keys.size === 0) this.byTopic.delete(topic);
+    for (const topic of this.byTopic.keys()) {
+      const t = this.byTopic.get(topic)!;
+      for (const key of t.keyed.keys()) if (t.keyed.get(key)!.size === 0) t.keyed.delete(key);
+      if (t.keyed.size === 0 && t.unkeyed.size === 0) this.byTopic.delete(topic);
     }
     this.empties = 0;
   }

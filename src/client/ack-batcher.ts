@@ -13,6 +13,8 @@ import type { AckAnswer, AckEntry } from './hot-codec.js';
 import { VelaClientError, fromStatus, isOk } from './errors.js';
 import type { Cancel, Timers } from '../common/timers.js';
 import { Code } from '../common/codes.js';
+import { KeptKeyMap } from '../common/kept-key-map.js';
+import { SlotSet } from '../common/slot-set.js';
 
 /**
  * Most entries per AckMessage (the broker takes up to `maxRequestEntries`, 1,024 by default). Each
@@ -49,10 +51,13 @@ export type AckSender = (
 ) => Promise<AckAnswer>;
 
 export class AckBatcher {
-  private readonly pending = new Map<string, Pending>();
-  private readonly inflight = new Set<Promise<void>>();
+  // Not Maps and a Set with deletes: batches come and go at the call rate, and replaced hash tables
+  // would keep each one (its tickets, their messages) alive until a full collection (slot-set.ts,
+  // kept-key-map.ts).
+  private readonly pending = new KeptKeyMap<string, Pending>();
+  private readonly inflight = new SlotSet<Promise<void>>();
   /** AckMessage calls in flight per key. */
-  private readonly busy = new Map<string, number>();
+  private readonly busy = new KeptKeyMap<string, number>();
   private scheduled: Cancel | undefined;
 
   constructor(
@@ -127,19 +132,19 @@ export class AckBatcher {
   flush(): void {
     this.scheduled?.();
     this.scheduled = undefined;
-    for (const key of [...this.pending.keys()]) this.flushKey(key);
+    for (const key of this.pending.keys()) this.flushKey(key);
   }
 
   /** At the end of a turn: send what waits for keys with no AckMessage in flight (the others go when theirs is answered). */
   private flushIdle(): void {
     this.scheduled = undefined;
-    for (const key of [...this.pending.keys()]) if (!this.busy.has(key)) this.flushKey(key);
+    for (const key of this.pending.keys()) if (!this.busy.has(key)) this.flushKey(key);
   }
 
   /** Flush, then wait for every AckMessage in flight. */
   async drain(): Promise<void> {
     this.flush();
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    while (this.inflight.size > 0) await Promise.allSettled(this.inflight.values());
   }
 
   private flushKey(key: string): void {
@@ -167,10 +172,10 @@ export class AckBatcher {
           item.done(err ?? new VelaClientError(Code.INTERNAL_ERROR, 'AckMessage failed'), item.arg);
       },
     );
-    this.inflight.add(call);
+    const slot = this.inflight.add(call);
     this.busy.set(key, (this.busy.get(key) ?? 0) + 1);
     void call.finally(() => {
-      this.inflight.delete(call);
+      this.inflight.remove(slot);
       const n = this.busy.get(key)! - 1;
       if (n > 0) this.busy.set(key, n);
       else this.busy.delete(key);

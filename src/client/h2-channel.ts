@@ -20,6 +20,7 @@ import { onAbort } from '../common/abort-listeners.js';
 import { H2Connection } from '../common/http2/connection.js';
 import { H2Error } from '../common/http2/frames.js';
 import type { H2Stream } from '../common/http2/stream.js';
+import { KeptKeyMap } from '../common/kept-key-map.js';
 import {
   ACCEPT_ENCODING,
   decodeMessage,
@@ -110,7 +111,8 @@ export class H2Channel {
   private closed = false;
   private readonly sessions = new Set<Session>();
   private readonly sockets = new Set<net.Socket>();
-  private readonly active = new Map<Session, number>();
+  /** Streams in progress per session (not a Map with deletes: kept-key-map.ts). */
+  private readonly active = new KeptKeyMap<Session, number>();
   /** `host:port` each connection was dialled at (its requests' `:authority`). */
   private readonly authorities = new WeakMap<Session, string>();
 

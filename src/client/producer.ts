@@ -15,6 +15,8 @@
  *   at once.
  */
 import { onAbort } from '../common/abort-listeners.js';
+import { KeptKeyMap } from '../common/kept-key-map.js';
+import { SlotSet } from '../common/slot-set.js';
 import { Code, GrpcStatus } from '../common/codes.js';
 import { PrefixedMessage } from '../protocol/transport/grpc-wire.js';
 import {
@@ -73,8 +75,10 @@ export class Producer extends ClientBase {
   private readonly options: ProducerConfig;
   private readonly batcher: SendBatcher | undefined;
   private readonly topics: Set<string>;
-  private readonly inflight = new Set<Promise<void>>();
-  private readonly inflightByTopic = new Map<string, number>();
+  // Not a Set and a Map with deletes: sends come and go at the call rate, and replaced hash tables
+  // would keep each one alive until a full collection (slot-set.ts, kept-key-map.ts).
+  private readonly inflight = new SlotSet<Promise<void>>();
+  private readonly inflightByTopic = new KeptKeyMap<string, number>();
   private readonly closeSignal = new AbortController();
   private readonly roundRobin = new Map<string, number>();
   /** The broker each transactional message went to (EndTransaction goes there). */
@@ -251,8 +255,8 @@ export class Producer extends ClientBase {
         'checking a transaction failed',
       ),
     );
-    this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p));
+    const slot = this.inflight.add(p);
+    void p.finally(() => this.inflight.remove(slot));
   }
 
   protected startupTopics(): readonly string[] {
@@ -277,7 +281,7 @@ export class Producer extends ClientBase {
   protected override async onClose(): Promise<void> {
     this.batcher?.flushAll();
     this.closeSignal.abort(closedError('producer'));
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    while (this.inflight.size > 0) await Promise.allSettled(this.inflight.values());
   }
 
   private dispatch(topic: string, entries: SendEntry[]): void {
@@ -286,10 +290,10 @@ export class Producer extends ClientBase {
       this.logger.error({ err, topic }, 'send failed unexpectedly');
       for (const e of entries) e.reject(err);
     });
-    this.inflight.add(p);
+    const slot = this.inflight.add(p);
     this.inflightByTopic.set(topic, (this.inflightByTopic.get(topic) ?? 0) + 1);
     void p.finally(() => {
-      this.inflight.delete(p);
+      this.inflight.remove(slot);
       const n = (this.inflightByTopic.get(topic) ?? 1) - 1;
       if (n > 0) this.inflightByTopic.set(topic, n);
       else this.inflightByTopic.delete(topic);

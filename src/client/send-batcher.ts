@@ -9,6 +9,7 @@
  */
 import type { PreparedMessage, SendReceipt } from './message.js';
 import type { Cancel, Timers } from '../common/timers.js';
+import { KeptKeyMap } from '../common/kept-key-map.js';
 
 /** One caller's message, waiting for its outcome. */
 export interface SendEntry {
@@ -36,7 +37,8 @@ interface Pending {
 }
 
 export class SendBatcher {
-  private readonly pending = new Map<string, Pending>();
+  /** Not a Map with deletes: a batch per turn comes and goes (kept-key-map.ts). */
+  private readonly pending = new KeptKeyMap<string, Pending>();
 
   constructor(
     private readonly config: BatchingConfig,
@@ -72,7 +74,7 @@ export class SendBatcher {
 
   /** Send every pending batch now (used by `close()`). */
   flushAll(): void {
-    for (const topic of [...this.pending.keys()]) this.flush(topic);
+    for (const topic of this.pending.keys()) this.flush(topic);
   }
 
   private flush(topic: string): void {

@@ -8,8 +8,11 @@
  * A task that fails rejects its own promise only; the next task under the key still runs. A key
  * holds memory only while it has work queued.
  */
+import { KeptKeyMap } from './kept-key-map.js';
+
 export class KeyedExecutor<K> {
-  private readonly tails = new Map<K, Promise<void>>();
+  /** Not a Map with deletes: a replaced table would keep every tail it held alive (kept-key-map.ts). */
+  private readonly tails = new KeptKeyMap<K, Promise<void>>();
 
   run<T>(key: K, task: () => T | Promise<T>): Promise<T> {
     const prev = this.tails.get(key);

@@ -5,6 +5,8 @@
  * owner's "closed" error when the timers are cleared.
  */
 
+import { SlotSet } from './slot-set.js';
+
 export type Cancel = () => void;
 
 /** The longest delay one Node timer holds; `setTimeout` fires anything longer after 1 ms. */
@@ -16,10 +18,13 @@ export interface TimerOptions {
 }
 
 export class Timers {
-  private readonly timeouts = new Set<NodeJS.Timeout>();
-  private readonly intervals = new Set<NodeJS.Timeout>();
-  private readonly immediates = new Set<NodeJS.Immediate>();
-  private readonly sleepers = new Set<(err: unknown) => void>();
+  // Slot sets, not Sets: a client starts and clears a timer or an immediate per batch it sends or
+  // acks, and a Set's replaced tables would keep each one (and its callback) alive until a full
+  // collection (slot-set.ts).
+  private readonly timeouts = new SlotSet<NodeJS.Timeout>();
+  private readonly intervals = new SlotSet<NodeJS.Timeout>();
+  private readonly immediates = new SlotSet<NodeJS.Immediate>();
+  private readonly sleepers = new SlotSet<(err: unknown) => void>();
   private cleared = false;
 
   /** @param closedError the error pending sleeps reject with once the timers are cleared */
@@ -32,20 +37,23 @@ export class Timers {
   timeout(fn: () => void, ms: number, opts: TimerOptions = {}): Cancel {
     if (this.cleared) return noop;
     let t: NodeJS.Timeout;
+    let slot = -1;
     const wait = (left: number) => {
       const step = Math.min(left, MAX_TIMER_MS);
       t = setTimeout(() => {
-        this.timeouts.delete(t);
+        this.timeouts.remove(slot);
+        slot = -1;
         if (left - step > 0) wait(left - step);
         else fn();
       }, step);
       if (opts.unref) t.unref();
-      this.timeouts.add(t);
+      slot = this.timeouts.add(t);
     };
     wait(ms);
     return () => {
       clearTimeout(t);
-      this.timeouts.delete(t);
+      if (slot >= 0) this.timeouts.remove(slot);
+      slot = -1;
     };
   }
 
@@ -54,24 +62,28 @@ export class Timers {
     if (this.cleared) return noop;
     const t = setInterval(fn, Math.min(ms, MAX_TIMER_MS)); // longer would run every 1 ms
     if (opts.unref) t.unref();
-    this.intervals.add(t);
+    let slot = this.intervals.add(t);
     return () => {
       clearInterval(t);
-      this.intervals.delete(t);
+      if (slot >= 0) this.intervals.remove(slot);
+      slot = -1;
     };
   }
 
   /** Run `fn` after the current I/O callbacks (coalesces work issued in one turn of the loop). */
   immediate(fn: () => void): Cancel {
     if (this.cleared) return noop;
+    let slot = -1;
     const t = setImmediate(() => {
-      this.immediates.delete(t);
+      this.immediates.remove(slot);
+      slot = -1;
       fn();
     });
-    this.immediates.add(t);
+    slot = this.immediates.add(t);
     return () => {
       clearImmediate(t);
-      this.immediates.delete(t);
+      if (slot >= 0) this.immediates.remove(slot);
+      slot = -1;
     };
   }
 
@@ -80,16 +92,18 @@ export class Timers {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     if (this.cleared) return Promise.reject(this.closedError());
     return new Promise<void>((resolve, reject) => {
+      let slot = -1;
       const finish = (err?: unknown) => {
         cancel();
-        this.sleepers.delete(finish);
+        if (slot >= 0) this.sleepers.remove(slot);
+        slot = -1;
         signal?.removeEventListener('abort', onAbort);
         if (err === undefined) resolve();
         else reject(err);
       };
       const onAbort = () => finish(abortReason(signal!));
       const cancel = this.timeout(() => finish(), ms);
-      this.sleepers.add(finish);
+      slot = this.sleepers.add(finish);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -102,13 +116,13 @@ export class Timers {
   /** Clear everything and refuse new timers. Pending sleeps reject. Idempotent. */
   clear(): void {
     this.cleared = true;
-    for (const t of this.timeouts) clearTimeout(t);
-    for (const t of this.intervals) clearInterval(t);
-    for (const t of this.immediates) clearImmediate(t);
+    for (const t of this.timeouts.values()) clearTimeout(t);
+    for (const t of this.intervals.values()) clearInterval(t);
+    for (const t of this.immediates.values()) clearImmediate(t);
     this.timeouts.clear();
     this.intervals.clear();
     this.immediates.clear();
-    for (const wake of [...this.sleepers]) wake(this.closedError());
+    for (const wake of this.sleepers.values()) wake(this.closedError());
   }
 }
 

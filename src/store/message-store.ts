@@ -35,6 +35,7 @@ import { isRetriable, readOnlyError } from './io-errors.js';
 import { StoreHealth } from './store-health.js';
 import { checkMessageInput } from './message-input.js';
 import { loadQueues, recoverIndexes } from './recovery.js';
+import { KeptKeyMap } from '../common/kept-key-map.js';
 import {
   queueKey,
   resolveStoreOptions,
@@ -95,8 +96,8 @@ function bufferFor(wanted: readonly IndexEntry[], i: number, j: number): Buffer 
 
 export class MessageStore {
   private readonly queues = new QueueTable();
-  /** Queues holding entries not yet durable. */
-  private readonly uncommitted = new Set<QueueIndex>();
+  /** Queues with appended entries not yet durable (not a Set: kept-key-map.ts). */
+  private readonly uncommitted = new KeptKeyMap<QueueIndex, true>();
   private readonly segmentLastStore = new Map<number, number>();
   private readonly listeners = new Set<ArrivalListener>();
   private readonly appendListeners = new Set<ArrivalListener>();
@@ -216,7 +217,7 @@ export class MessageStore {
       return Promise.reject(err);
     }
     this.lastStoreTimestamp = now;
-    for (const q of touched) this.uncommitted.add(q);
+    for (const q of touched) this.uncommitted.set(q, true);
     const durable = this.log.whenDurable().then(() => results);
     if (this.appendListeners.size > 0) this.tell(this.appendListeners, touched, true);
     return durable;
@@ -737,7 +738,7 @@ export class MessageStore {
 
   private onDurable(end: number): void {
     const arrived: QueueIndex[] = [];
-    for (const q of this.uncommitted) {
+    for (const q of this.uncommitted.keys()) {
       const before = q.committed;
       if (q.commitBelow(end)) this.uncommitted.delete(q);
       if (q.committed > before) arrived.push(q);
@@ -766,7 +767,7 @@ export class MessageStore {
   /** The log rolled back everything past its durable end: so do the indexes. */
   private takeBackUnflushed(): void {
     const taken: RolledBackQueue[] = [];
-    for (const q of this.uncommitted) {
+    for (const q of this.uncommitted.keys()) {
       if (q.nextOffset > q.committed) taken.push({ topic: q.topic, queueId: q.queueId, end: q.committed });
       q.rollback();
     }

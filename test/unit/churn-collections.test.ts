@@ -9,6 +9,7 @@ import { IdMap } from '../../src/common/id-map.js';
 import { NumberMap } from '../../src/common/number-map.js';
 import { KeptKeyMap } from '../../src/common/kept-key-map.js';
 import { OrderedList } from '../../src/common/ordered-list.js';
+import { DeliveryTable, deliveryKey, freshDelivery, Source } from '../../src/broker/consume/delivery.js';
 
 /** A small deterministic generator (tests must not depend on Math.random). */
 function lcg(seed: number): () => number {
@@ -147,4 +148,28 @@ test('OrderedList keeps insertion order, removes by node, and ignores a node rem
   assert.equal(b.value, undefined, 'a removed node points at nothing');
   assert.equal(b.next, undefined);
   assert.equal(b.prev, undefined);
+});
+
+test('DeliveryTable holds numeric and string delivery keys alike, and iterates over a copy', () => {
+  const t = new DeliveryTable();
+  const numeric = deliveryKey(Source.TOPIC, 3, 42);
+  const huge = deliveryKey(Source.RETRY, 5000, 2 ** 50); // does not fit a number: a string key
+  assert.equal(typeof numeric, 'number');
+  assert.equal(typeof huge, 'string');
+  const d1 = freshDelivery(Source.TOPIC, 3, 42, 1, '');
+  const d2 = freshDelivery(Source.RETRY, 5000, 2 ** 50, 1, '');
+  t.set(numeric, d1).set(huge, d2);
+  assert.equal(t.size, 2);
+  assert.equal(t.get(numeric), d1);
+  assert.equal(t.get(huge), d2);
+  assert.equal(t.has(huge), true);
+  const seen: unknown[] = [];
+  for (const [k, d] of t) {
+    seen.push(k);
+    t.delete(k); // settling while going through them
+    assert.ok(d === d1 || d === d2);
+  }
+  assert.deepEqual(seen.sort(), [numeric, huge].sort());
+  assert.equal(t.size, 0);
+  assert.deepEqual(t.values(), []);
 });

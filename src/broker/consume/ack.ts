@@ -5,6 +5,7 @@
  * each answers once its journal record is durable.
  */
 import { VelaError } from '../../common/errors.js';
+import { KeptKeyMap } from '../../common/kept-key-map.js';
 import { newNonce } from '../receipt-handle.js';
 import { journalSettled, settle } from './commit.js';
 import type { ConsumeContext } from './context.js';
@@ -38,7 +39,8 @@ interface Gathered {
 }
 
 export class Acks {
-  private readonly gathering = new Map<string, Gathered>();
+  /** Not a Map with deletes: kept-key-map.ts. */
+  private readonly gathering = new KeptKeyMap<string, Gathered>();
 
   constructor(
     private readonly ctx: ConsumeContext,

@@ -102,16 +102,24 @@ export class ConsumeService implements StateParticipant {
     // read once durable, by every receive.
     // Topic → whom to wake: true (receives that read appended messages), false (the others),
     // undefined (everyone).
-    const wakes = new Map<string, boolean | undefined>();
+    // Two arrays, not a Map cleared each time: a cleared Map's table stays reachable from the old
+    // one until a full collection (kept-key-map.ts); a write wakes one topic or a few.
+    const wakeTopics: string[] = [];
+    const wakeEarly: (boolean | undefined)[] = [];
     const wake = (topic: string, early: boolean | undefined): void => {
-      if (wakes.size === 0) {
+      if (wakeTopics.length === 0) {
         queueMicrotask(() => {
-          for (const [t, e] of wakes) ctx.waiters.wake(t, undefined, e);
-          wakes.clear();
+          for (let i = 0; i < wakeTopics.length; i++)
+            ctx.waiters.wake(wakeTopics[i]!, undefined, wakeEarly[i]);
+          wakeTopics.length = 0;
+          wakeEarly.length = 0;
         });
       }
-      if (!wakes.has(topic)) wakes.set(topic, early);
-      else if (wakes.get(topic) !== early) wakes.set(topic, undefined);
+      const i = wakeTopics.indexOf(topic);
+      if (i < 0) {
+        wakeTopics.push(topic);
+        wakeEarly.push(early);
+      } else if (wakeEarly[i] !== early) wakeEarly[i] = undefined;
     };
     deps.store.onAppend((topic) => {
       if (!topic.startsWith('%RETRY%')) wake(topic, true); // retries are read once durable

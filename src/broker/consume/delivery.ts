@@ -9,6 +9,8 @@
  */
 import type { DeliveryOutcome } from '../delivery-history.js';
 import { FifoQueue } from './fifo.js';
+import { KeptKeyMap } from '../../common/kept-key-map.js';
+import { NumberMap } from '../../common/number-map.js';
 
 /** Where a delivery's message is stored: the topic's queue, or the group's retry topic. */
 export const Source = { TOPIC: 0, RETRY: 1 } as const;
@@ -107,13 +109,61 @@ export interface Failure {
   why: DeliveryOutcome;
 }
 
+/**
+ * The deliveries in flight of a (group, topic), by key. Not a Map: one is handed out and settled per
+ * message, and a Map's replaced tables would keep every delivery (and, through the chain of tables,
+ * every later one) alive until a full collection (number-map.ts). Numeric keys go in a `NumberMap`,
+ * the rare string keys in a `KeptKeyMap`. Iterating gives a copy: callers may settle as they go.
+ */
+export class DeliveryTable {
+  private readonly byNumber = new NumberMap<Delivery>();
+  /** String keys, and any number a NumberMap does not take. */
+  private readonly other = new KeptKeyMap<DeliveryKey, Delivery>();
+
+  get size(): number {
+    return this.byNumber.size + this.other.size;
+  }
+
+  get(key: DeliveryKey): Delivery | undefined {
+    return numeric(key) ? this.byNumber.get(key) : this.other.get(key);
+  }
+
+  has(key: DeliveryKey): boolean {
+    return numeric(key) ? this.byNumber.has(key) : this.other.has(key);
+  }
+
+  set(key: DeliveryKey, d: Delivery): this {
+    if (numeric(key)) this.byNumber.set(key, d);
+    else this.other.set(key, d);
+    return this;
+  }
+
+  delete(key: DeliveryKey): boolean {
+    return numeric(key) ? this.byNumber.delete(key) : this.other.delete(key);
+  }
+
+  values(): Delivery[] {
+    const out = this.byNumber.values();
+    if (this.other.size > 0) out.push(...this.other.values());
+    return out;
+  }
+
+  [Symbol.iterator](): IterableIterator<[DeliveryKey, Delivery]> {
+    const out: [DeliveryKey, Delivery][] = this.byNumber.entries();
+    if (this.other.size > 0) out.push(...this.other.entries());
+    return out[Symbol.iterator]();
+  }
+}
+
+const numeric = (key: DeliveryKey): key is number => typeof key === 'number' && NumberMap.accepts(key);
+
 export class GroupTopicState {
   readonly key: string;
   /** Next offset to read per queue of the topic. */
   readonly topicNext = new Map<number, number>();
   /** Next offset to read per queue of the group's retry topic for this topic. */
   readonly retryNext = new Map<number, number>();
-  readonly deliveries = new Map<DeliveryKey, Delivery>();
+  readonly deliveries = new DeliveryTable();
   /** FIFO redeliveries that are due, oldest first (may hold stale keys). */
   ready: DeliveryKey[] = [];
   /** FIFO: key → the delivery blocking it. */

@@ -37,6 +37,7 @@ import {
 import { HpackDecoder, HpackEncoder, HpackError } from './hpack.js';
 import { H2Stream } from './stream.js';
 import { readTurns } from '../read-turns.js';
+import { IdMap } from '../id-map.js';
 
 export { H2Stream };
 
@@ -103,7 +104,7 @@ const GOAWAY_LINGER_MS = 1_000;
 export class H2Connection {
   private readonly reader: FrameReader;
   private readonly decoder: HpackDecoder;
-  private readonly streams = new Map<number, H2Stream>();
+  private readonly streams = new IdMap<H2Stream>();
   private readonly client: boolean;
   /** Client: request headers, indexed; encoded when each request opens, in wire order. */
   private readonly encoder: HpackEncoder | undefined;

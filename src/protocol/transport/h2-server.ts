@@ -32,6 +32,7 @@ import {
   type GrpcError,
 } from './grpc-wire.js';
 import { H2Connection, type H2Stream } from '../../common/http2/connection.js';
+import { IdMap } from '../../common/id-map.js';
 import { ServerCall, trailersOnlyBlock, type CallOwner, type PeerInfo } from './server-call.js';
 
 export type MethodKind = 'unary' | 'server-stream' | 'bidi';
@@ -99,7 +100,8 @@ const MAX_FRAME_BYTES = 1024 * 1024;
 
 class Connection implements CallOwner {
   inbound = 0;
-  readonly calls = new Set<ServerCall>();
+  /** Calls in progress, by stream id (not a Set: id-map.ts). */
+  readonly calls = new IdMap<ServerCall>();
   pingOutstanding = false;
   pingSentAt = 0;
   h2!: H2Connection;
@@ -110,7 +112,7 @@ class Connection implements CallOwner {
   ) {}
 
   callFinished(call: ServerCall): void {
-    this.calls.delete(call);
+    this.calls.delete(call.stream.id);
   }
 
   release(bytes: number): void {
@@ -193,7 +195,7 @@ export class GrpcServer {
       // Stop accepting now; `close` calls back once every connection is gone (awaited last).
       const unlistened = Promise.all(this.listeners.map((l) => new Promise<void>((r) => l.close(() => r()))));
       const open = [...this.connections];
-      for (const c of open) for (const call of c.calls) call.abort('shutdown');
+      for (const c of open) for (const call of c.calls.values()) call.abort('shutdown');
       const closed = open.map(
         (c) =>
           new Promise<void>((resolve) => {
@@ -297,7 +299,7 @@ export class GrpcServer {
         onStream: (s, headers) => this.onStream(conn, s, headers),
         onClose: () => {
           this.connections.delete(conn);
-          for (const call of conn.calls) call.streamClosed();
+          for (const call of conn.calls.values()) call.streamClosed();
           for (const l of this.connectionClosedListeners) l(peer.connectionId);
         },
         onProtocolError: (message) =>
@@ -391,7 +393,7 @@ export class GrpcServer {
     const deadline = deadlineOf(timeoutMs, Date.now());
     const name = path.slice(path.lastIndexOf('/') + 1);
     const call = new ServerCall(stream, path, name, headers, conn.peer, deadline, conn);
-    conn.calls.add(call);
+    conn.calls.set(stream.id, call);
     const held = { bytes: 0 };
     stream.onClose = () => {
       if (held.bytes > 0) conn.release(held.bytes);

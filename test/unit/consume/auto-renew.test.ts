@@ -26,7 +26,7 @@ test("a live client's deliveries are renewed near their deadline; a silent clien
   core.clock.advance(30_000);
   await core.autoRenew.renew();
   assert.equal(
-    core.ctx.states.get(group, topic)!.deliveries.values().next().value!.deadline,
+    core.ctx.states.get(group, topic)!.deliveries.values()[0]!.deadline,
     core.clock.now() + 30_000,
     'not yet within 20 s of its deadline',
   );

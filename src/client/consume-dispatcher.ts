@@ -18,6 +18,10 @@
  * The same holds for the bodies' bytes against a byte window (`maxCachedBytes`).
  */
 import type { MessageView } from './message.js';
+import { KeptKeyMap } from '../common/kept-key-map.js';
+import { SlotSet } from '../common/slot-set.js';
+
+const call = (fn: () => void): void => fn();
 
 /**
  * A message in the dispatcher, as its hooks see it: what they report to when they are done with it.
@@ -59,9 +63,13 @@ class Unit implements DispatchTicket {
 export class ConsumeDispatcher {
   /** Runnable units, oldest first: for a FIFO key, only its head is ever here. */
   private readonly ready: Unit[] = [];
-  /** FIFO keys with a unit ready, running or settling → the messages behind it. */
-  private readonly waiting = new Map<string, MessageView[]>();
-  private readonly roomWaiters = new Set<() => void>();
+  /**
+   * FIFO keys with a unit ready, running or settling → the messages behind it (not a Map with
+   * deletes: message groups come and go; kept-key-map.ts).
+   */
+  private readonly waiting = new KeptKeyMap<string, MessageView[]>();
+  /** Receive loops waiting for room (a slot set: they come and go per receive; slot-set.ts). */
+  private readonly roomWaiters = new SlotSet<() => void>();
   /** Resolved when nothing is running or settling any more (`stop()`). */
   private idleWaiters: (() => void)[] = [];
   private running = 0;
@@ -126,13 +134,15 @@ export class ConsumeDispatcher {
     const room = () => this.stopped || (this.held(limit) < limit && this.heldBytes(limitBytes) < limitBytes);
     if (room()) return Promise.resolve();
     return new Promise<void>((resolve) => {
+      let slot = -1;
       const check = () => {
         if (room()) {
-          this.roomWaiters.delete(check);
+          this.roomWaiters.remove(slot);
+          slot = -1;
           resolve();
         }
       };
-      this.roomWaiters.add(check);
+      slot = this.roomWaiters.add(check);
     });
   }
 
@@ -204,11 +214,11 @@ export class ConsumeDispatcher {
   }
 
   /**
-   * Called for every message consumed and settled: no copy of the set (a waiter only ever deletes
-   * itself, which a Set's iteration allows).
+   * Called for every message consumed and settled: no copy of the set (a waiter only ever removes
+   * itself, which `each` allows).
    */
   private wakeRoom(): void {
     if (this.roomWaiters.size === 0) return;
-    for (const w of this.roomWaiters) w();
+    this.roomWaiters.each(call);
   }
 }

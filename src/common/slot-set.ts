@@ -47,6 +47,18 @@ export class SlotSet<T> {
     return out;
   }
 
+  /**
+   * Call `fn` with each item, in place (no copy): an item removed meanwhile, by `fn` or otherwise, is
+   * not visited after its removal; one added meanwhile may be.
+   */
+  each(fn: (item: T) => void): void {
+    const items = this.items;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (item !== undefined) fn(item);
+    }
+  }
+
   clear(): void {
     this.items.length = 0;
     this.freeSlots.length = 0;

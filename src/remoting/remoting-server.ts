@@ -9,6 +9,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Broker } from '../broker/broker.js';
+import { SlotSet } from '../common/slot-set.js';
 import type { Logger } from '../common/logger.js';
 import { RequestCode, ResponseCode, requestCodeName } from './codes.js';
 import { RemotingConnection, SERVER_VERSION } from './connection.js';
@@ -54,7 +55,8 @@ export const MAX_INFLIGHT_PER_CONNECTION = 4096;
 export class RemotingEndpoint {
   private readonly connections = new Map<string, RemotingConnection>();
   private readonly servers: Server[] = [];
-  private readonly inflight = new Set<Promise<void>>();
+  /** Requests in progress (a slot set, not a Set: one per request comes and goes; slot-set.ts). */
+  private readonly inflight = new SlotSet<Promise<void>>();
   private opaque = 0;
   private closing: Promise<void> | null = null;
   private info!: EndpointInfo;
@@ -124,7 +126,7 @@ export class RemotingEndpoint {
         for (const c of this.connections.values()) c.markClosed(); // ends long polls at once
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
-          Promise.allSettled([...this.inflight]),
+          Promise.allSettled(this.inflight.values()),
           new Promise((r) => (timer = setTimeout(r, graceMs))),
         ]);
         clearTimeout(timer);
@@ -234,6 +236,7 @@ export class RemotingEndpoint {
       cmd,
       header: new Header(cmd.extFields),
     };
+    let slot = -1;
     const p = Promise.resolve()
       .then(() => processor(ctx))
       .then(
@@ -256,9 +259,9 @@ export class RemotingEndpoint {
       )
       .finally(() => {
         conn.inflight--;
-        this.inflight.delete(p);
+        this.inflight.remove(slot);
       });
-    this.inflight.add(p);
+    slot = this.inflight.add(p);
   }
 
   private respond(conn: RemotingConnection, req: RemotingCommand, reply: Reply): void {

@@ -43,3 +43,16 @@ test('values() is a copy: removing while going through it visits every item once
   assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
   assert.equal(s.size, 0);
 });
+
+test('each() goes through the items in place, skipping one removed meanwhile', () => {
+  const s = new SlotSet<string>();
+  const handles = new Map(['a', 'b', 'c'].map((x) => [x, s.add(x)] as const));
+  const seen: string[] = [];
+  s.each((x) => {
+    seen.push(x);
+    if (x === 'a') s.remove(handles.get('b')!); // removed before it is reached: not visited
+    s.remove(handles.get(x)!); // removing itself is fine
+  });
+  assert.deepEqual(seen, ['a', 'c']);
+  assert.equal(s.size, 0);
+});

@@ -4,6 +4,13 @@
  * and the arrays it outgrows cleared before they are dropped. Why not a `Map`: see slot-set.ts (a
  * replaced hash table keeps the entries it held, and its successor, reachable until the next full
  * collection, so entries that lived for one call are promoted once one such table is old).
+ *
+ * Why not the `NumberMap` (number-map.ts) the deliveries use: stream ids go up by two, so `id / 2`
+ * is a slot of its own with no hashing and, while fewer streams are open than it has slots, no
+ * collisions; a `NumberMap` hashes every key. With the connections' streams and calls in a
+ * `NumberMap`, three alternating pairs (`npm run bench:compare -- --only vela-sdk --workloads
+ * w2,w3a`) gave W2 125,957–130,015 against 123,210–142,422 msgs/s and W3a p99 4.33–5.97 against
+ * 4.05–4.54 ms, so the two stay apart.
  */
 export class IdMap<V> {
   private keys: Float64Array;

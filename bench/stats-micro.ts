@@ -40,20 +40,35 @@ const slots = Array.from({ length: 1024 }, (_, i) => ({
   clientId: 'c1',
   historySeq: -1,
 }));
+// A receive's deliveries are observed in one call; one per call here, the worst case.
+const one = [slots[0]!];
+const messages = [message];
 time('delivery observed, never settled (the history fills up)', (i) => {
-  const s = slots[i & 1023]!;
+  const s = (one[0] = slots[i & 1023]!);
   s.offset = i;
-  observer.delivered('G', 'Orders', s, message, Date.now());
+  observer.delivered('G', 'Orders', one, messages, Date.now());
 });
 let k = 0;
 time('delivery observed, then settled (ack)', () => {
-  const s = slots[k & 1023]!;
+  const s = (one[0] = slots[k & 1023]!);
   s.offset = k++;
-  observer.delivered('G', 'Orders', s, message, Date.now());
+  observer.delivered('G', 'Orders', one, messages, Date.now());
   observer.settled('G', 'Orders', [s], 'ACKED');
 });
 const off = new ConsumptionObserver(stats, new DeliveryHistory(0), () => Date.now());
 time('delivery observed with the history off (counters only)', (i) => {
-  const s = slots[i & 1023]!;
-  off.delivered('G', 'Orders', s, message, Date.now());
+  one[0] = slots[i & 1023]!;
+  off.delivered('G', 'Orders', one, messages, Date.now());
+});
+// As a push consumer's receives come (up to 256 deliveries): the counters found once per receive.
+const receive = slots.slice(0, 256);
+const receiveMessages = receive.map(() => message);
+let r = 0;
+time('a receive of 256 observed, per delivery (history on)', (i) => {
+  if ((i & 255) !== 0) return;
+  for (const s of receive) s.offset = r++;
+  observer.delivered('G', 'Orders', receive, receiveMessages, Date.now());
+});
+time('a receive of 256 observed, per delivery (history off)', (i) => {
+  if ((i & 255) === 0) off.delivered('G', 'Orders', receive, receiveMessages, Date.now());
 });

@@ -15,8 +15,17 @@ import type {
 import { originIdOf } from './consume/retry-records.js';
 
 export interface ConsumeObserver {
-  /** A message went to a push or simple consumer (`message` as the client sees it) at `at` (ms). */
-  delivered(group: string, topic: string, d: DeliveredSlot, message: StoredMessage, at: number): void;
+  /**
+   * Messages went to a push or simple consumer at `at` (ms): `slots[i]` handed out `messages[i]` (as
+   * the client sees it). One call per receive, so the counters are found once per batch.
+   */
+  delivered(
+    group: string,
+    topic: string,
+    slots: readonly DeliveredSlot[],
+    messages: readonly StoredMessage[],
+    at: number,
+  ): void;
   /** Deliveries ended: acked, or failed (and what follows). */
   settled(
     group: string,
@@ -47,9 +56,34 @@ export class ConsumptionObserver implements ConsumeObserver, PullObserver {
     private readonly now: () => number,
   ) {}
 
-  delivered(group: string, topic: string, d: DeliveredSlot, m: StoredMessage, at: number): void {
-    this.stats.delivered(group, topic, d.source === 1, 1, m.body.length);
-    if (this.history.enabled) this.history.delivered(originIdOf(m), m.messageId, group, topic, d, at);
+  delivered(
+    group: string,
+    topic: string,
+    slots: readonly DeliveredSlot[],
+    messages: readonly StoredMessage[],
+    at: number,
+  ): void {
+    let fresh = 0;
+    let freshBytes = 0;
+    let retried = 0;
+    let retriedBytes = 0;
+    for (let i = 0; i < slots.length; i++) {
+      const bytes = messages[i]!.body.length;
+      if (slots[i]!.source === 1) {
+        retried++;
+        retriedBytes += bytes;
+      } else {
+        fresh++;
+        freshBytes += bytes;
+      }
+    }
+    if (fresh > 0) this.stats.delivered(group, topic, false, fresh, freshBytes);
+    if (retried > 0) this.stats.delivered(group, topic, true, retried, retriedBytes);
+    if (!this.history.enabled) return;
+    for (let i = 0; i < slots.length; i++) {
+      const m = messages[i]!;
+      this.history.delivered(originIdOf(m), m.messageId, group, topic, slots[i]!, at);
+    }
   }
 
   settled(

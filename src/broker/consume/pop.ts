@@ -175,12 +175,16 @@ function observerOf(b: Batch, observer: ConsumeObserver | undefined): () => void
   const { s, changed, delivered } = b;
   const nonces = changed.map((d) => d.nonce);
   return () => {
+    const slots: Delivery[] = [];
+    const messages: StoredMessage[] = [];
     for (let i = 0; i < changed.length; i++) {
       const d = changed[i]!;
       if (d.nonce !== nonces[i] || d.state !== DeliveryState.INFLIGHT) continue;
       if (s.deliveries.get(deliveryKey(d.source, d.queueId, d.offset)) !== d) continue;
-      observer.delivered(s.group, s.topic, d, delivered[i]!.message, b.now);
+      slots.push(d);
+      messages.push(delivered[i]!.message);
     }
+    if (slots.length > 0) observer.delivered(s.group, s.topic, slots, messages, b.now);
   };
 }
 

@@ -485,12 +485,14 @@ class ResponseReader {
         if (st.code !== GrpcStatus.OK) return done(new TransportError(st.code, st.message));
         if (reader.partial) return done(new TransportError(GrpcStatus.INTERNAL, 'the answer was cut short'));
         // The usual answer is not compressed: no promise turn for it.
-        if (!this.messages.some((m) => m.compressed))
+        // The reader may be old (it lived through a full collection): it keeps none of the answer.
+        const messages = this.messages.splice(0);
+        if (!messages.some((m) => m.compressed))
           return done(
             null,
-            this.messages.map((m) => m.bytes),
+            messages.map((m) => m.bytes),
           );
-        this.decompress(this.messages).then((out) => done(null, out), done);
+        this.decompress(messages).then((out) => done(null, out), done);
       },
     );
   }

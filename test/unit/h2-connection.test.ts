@@ -609,3 +609,45 @@ test('the frame reader cuts frames at any chunking; a frame spread over chunks i
     }
   }
 });
+
+test('a closed stream lets go of its handlers, however it closed (answered, reset by either side, connection gone)', async () => {
+  // A stream can outlive its call (old after a full collection): its handlers would keep what they
+  // reach (the call's collected answer) alive past every young collection (docs/benchmarks.md,
+  // twenty-fourth session).
+  const streams: H2Stream[] = [];
+  const handlers = (s: H2Stream) => [s.onData, s.onEnd, s.onHeaders, s.onDrain, s.onClose];
+  onStream = (s, h) => {
+    streams.push(s);
+    s.onData = () => {};
+    s.onDrain = () => {};
+    s.onClose = () => {};
+    const how = h['x-how'];
+    if (how === 'answer') answer(10)(s);
+    else if (how === 'reset-here') s.onEnd = () => s.reset(H2Error.CANCEL);
+    else s.onEnd = () => {};
+  };
+  const settle = async (check: () => boolean) => {
+    for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
+    return check();
+  };
+  const c = await RawClient.open();
+  c.send(c.headers(1, { 'x-how': 'answer' }, true));
+  await c.until((f) => f.type === FrameType.HEADERS && f.id === 1 && (f.flags & Flag.END_STREAM) !== 0);
+  c.send(c.headers(3, { 'x-how': 'reset-here' }, true));
+  await c.until((f) => f.type === FrameType.RST_STREAM && f.id === 3);
+  c.send(c.headers(5, { 'x-how': 'wait' }, true));
+  assert.ok(await settle(() => streams.length === 3));
+  c.send(rstStreamFrame(5, H2Error.CANCEL));
+  c.send(c.headers(7, { 'x-how': 'wait' }, true));
+  assert.ok(await settle(() => streams.length === 4));
+  assert.ok(await settle(() => handlers(streams[2]!).every((f) => f === undefined)), 'reset by the peer');
+  assert.ok(
+    handlers(streams[3]!).some((f) => f !== undefined),
+    'an open stream keeps its handlers',
+  );
+  c.close();
+  assert.ok(
+    await settle(() => streams.every((s) => handlers(s).every((f) => f === undefined))),
+    'answered, reset here, reset by the peer, connection gone: no handler left',
+  );
+});

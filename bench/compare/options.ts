@@ -52,6 +52,8 @@ export interface CompareOptions {
    * ~10 % apart from another instance of the same code for the life of the process.
    */
   freshBrokers: boolean;
+  /** Rounds outside, targets inside: every target's servers stay up, each round runs them in turn. */
+  interleave: boolean;
   /**
    * W3: both processes record their pauses (collections, and event-loop turns of 4 ms or more), and
    * each W3 round reports which of them its slow messages overlapped (pauses.ts).
@@ -111,6 +113,11 @@ Options:
   --fresh-brokers       start Vela's broker (and the --baseline broker) anew for every round: with
                         --repeat, the rounds then sample broker processes, not one process each
                         (two processes of the same code can stay ~10 % apart for their whole life)
+  --interleave          with --repeat: start every target's server first, then run round 1 of
+                        every target, round 2 of every target, …, so that each round's targets
+                        ran minutes apart at most, and print each Vela figure's ratio to each peer
+                        per round (the machine's slow and fast spells last minutes and move single
+                        runs by ±20 %; a target's rounds all in a row can land in one spell)
   --baseline DIR        also run the broker of another Vela checkout DIR (with its node_modules,
                         e.g. a git worktree of the commit before a change) in every round of every
                         Vela workload, right before or after this one's (alternating), with this
@@ -262,6 +269,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let waitIdleSeconds = 0;
   let repeat = 1;
   let freshBrokers = false;
+  let interleave = false;
   let w3Pauses = false;
   let jsonFile: string | undefined;
   let render: string | undefined;
@@ -341,6 +349,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--fresh-brokers':
         freshBrokers = true;
         break;
+      case '--interleave':
+        interleave = true;
+        break;
       case '--w3-pauses':
         w3Pauses = true;
         break;
@@ -400,6 +411,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     rssEverySeconds,
     repeat,
     freshBrokers,
+    interleave,
     w3Pauses,
     from,
     nodeFlags,

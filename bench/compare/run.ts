@@ -258,6 +258,140 @@ async function waitIdle(maxSeconds: number, server: RunningServer): Promise<numb
   }
 }
 
+/** One target's servers and what its rounds have measured so far. */
+interface TargetRun {
+  target: Target;
+  server: RunningServer;
+  /** With `--baseline`, a Vela target's other broker. */
+  baseline?: RunningServer;
+  rounds: Map<Workload, (WorkloadResult & { round: number })[]>;
+  /** The server's peak RSS over the run, bytes. */
+  peak: number;
+}
+
+/** Start a target's server (and, with `--baseline`, the other broker); undefined if it did not start. */
+async function startTarget(
+  target: Target,
+  opts: CompareOptions,
+  report: CompareReport,
+): Promise<TargetRun | undefined> {
+  log(`\n${TARGET_TITLES[target]}: starting the server …`);
+  let server: RunningServer;
+  try {
+    server = await startServer(target, opts);
+  } catch (err) {
+    log(`  could not start: ${String(err)}`);
+    for (const w of workloadsFor(target, opts.workloads)) {
+      report.errors.push({
+        target,
+        workload: w,
+        error: `server did not start: ${String(err).split('\n')[0]}`,
+      });
+    }
+    return undefined;
+  }
+  const run: TargetRun = { target, server, rounds: new Map(), peak: server.usage().rssBytes };
+  if (opts.baselineDir && isVela(target)) {
+    log(`  and the baseline's (${opts.baselineDir}) …`);
+    try {
+      run.baseline = await startServer(target, opts, opts.baselineDir);
+      report.baseline ??= { dir: opts.baselineDir, revision: npmVersionOf(opts.baselineDir), rounds: [] };
+    } catch (err) {
+      log(`  the baseline could not start: ${String(err)}`);
+    }
+  }
+  return run;
+}
+
+/** One workload against one server; a failure is noted in the report. */
+async function runOne(
+  run: TargetRun,
+  workload: Workload,
+  round: number,
+  srv: RunningServer,
+  isBaseline: boolean,
+  opts: CompareOptions,
+  report: CompareReport,
+): Promise<void> {
+  const { target } = run;
+  const spec = specFor(target, workload, srv, opts);
+  if (opts.waitIdleSeconds > 0) {
+    const others = await waitIdle(opts.waitIdleSeconds, srv);
+    if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
+  }
+  try {
+    const r = await runClient(spec, srv, opts, budgetFor(spec));
+    if (isBaseline) {
+      report.baseline!.rounds.push({ ...r, round });
+      log(`${summaryLine(r)} (baseline)`);
+      return;
+    }
+    run.rounds.set(workload, [...(run.rounds.get(workload) ?? []), { ...r, round }]);
+    run.peak = Math.max(run.peak, r.serverRssPeak);
+    log(summaryLine(r));
+    // Only worth a line when the part is long enough for a trend (a W3 soak).
+    if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
+      log(`         ${formatRssTrend(r.serverRss.trend)}`);
+    if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
+      log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
+  } catch (err) {
+    const e: WorkloadError = { target, workload, error: (err as Error).message };
+    if (isBaseline) e.error = `baseline: ${e.error}`;
+    report.errors.push(e);
+    log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
+  }
+}
+
+/** One round of a target's workloads (with a baseline: each workload on both brokers, alternating). */
+async function runRound(
+  run: TargetRun,
+  round: number,
+  opts: CompareOptions,
+  report: CompareReport,
+): Promise<void> {
+  const { target } = run;
+  if (round > 1 && opts.freshBrokers && isVela(target)) {
+    log('  starting the broker anew …');
+    await run.baseline?.stop();
+    run.baseline = undefined;
+    await run.server.stop();
+    run.server = await startServer(target, opts);
+    if (opts.baselineDir) run.baseline = await startServer(target, opts, opts.baselineDir);
+  }
+  for (const workload of workloadsFor(target, opts.workloads)) {
+    if (interrupted) break;
+    // With a baseline, the two go one right after the other, first one then the other first.
+    const order: [RunningServer, boolean][] = !run.baseline
+      ? [[run.server, false]]
+      : round % 2 === 1
+        ? [
+            [run.server, false],
+            [run.baseline, true],
+          ]
+        : [
+            [run.baseline, true],
+            [run.server, false],
+          ];
+    for (const [srv, isBaseline] of order) {
+      if (!interrupted) await runOne(run, workload, round, srv, isBaseline, opts, report);
+    }
+  }
+}
+
+/** Record a target's results (each workload's median round) and stop its servers. */
+async function finishTarget(run: TargetRun, opts: CompareOptions, report: CompareReport): Promise<void> {
+  for (const list of run.rounds.values()) {
+    const { round: _, ...median } = medianRound(list);
+    report.results.push(median);
+    if (opts.repeat > 1) (report.rounds ??= []).push(...list);
+  }
+  report.serverRssPeak[run.target] = run.peak;
+  run.rounds.clear();
+  await run.baseline?.stop();
+  await run.server.stop();
+  log(`  ${TARGET_TITLES[run.target]} stopped (peak RSS ${fmtInt(run.peak / 1024 ** 2)} MiB)`);
+}
+
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
@@ -293,6 +427,7 @@ async function main(): Promise<void> {
     errors: [],
     serverRssPeak: {},
     seconds: 0,
+    ...(opts.interleave ? { interleaved: true } : {}),
   };
   log(
     `bench:compare${opts.quick ? ' (quick)' : ''}: ${opts.targets.join(', ')}; ${opts.workloads.join(', ')}`,
@@ -316,106 +451,38 @@ async function main(): Promise<void> {
     }
   }
 
-  for (const target of opts.targets) {
-    if (interrupted) break;
-    log(`\n${TARGET_TITLES[target]}: starting the server …`);
-    let server: RunningServer;
-    try {
-      server = await startServer(target, opts);
-    } catch (err) {
-      log(`  could not start: ${String(err)}`);
-      for (const w of workloadsFor(target, opts.workloads)) {
-        report.errors.push({
-          target,
-          workload: w,
-          error: `server did not start: ${String(err).split('\n')[0]}`,
-        });
+  const runs: TargetRun[] = [];
+  try {
+    if (opts.interleave) {
+      // Every server up first; then round by round, every target in turn.
+      for (const target of opts.targets) {
+        if (interrupted) break;
+        const run = await startTarget(target, opts, report);
+        if (run) runs.push(run);
       }
-      continue;
-    }
-    let peak = server.usage().rssBytes;
-    const rounds = new Map<Workload, (WorkloadResult & { round: number })[]>();
-    let baseline: RunningServer | undefined;
-    if (opts.baselineDir && isVela(target)) {
-      log(`  and the baseline's (${opts.baselineDir}) …`);
-      try {
-        baseline = await startServer(target, opts, opts.baselineDir);
-        report.baseline ??= { dir: opts.baselineDir, revision: npmVersionOf(opts.baselineDir), rounds: [] };
-      } catch (err) {
-        log(`  the baseline could not start: ${String(err)}`);
-      }
-    }
-    /** One workload against one server; false if it failed (noted in the report). */
-    const runOne = async (workload: Workload, round: number, srv: RunningServer, isBaseline: boolean) => {
-      const spec = specFor(target, workload, srv, opts);
-      if (opts.waitIdleSeconds > 0) {
-        const others = await waitIdle(opts.waitIdleSeconds, srv);
-        if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
-      }
-      try {
-        const r = await runClient(spec, srv, opts, budgetFor(spec));
-        if (isBaseline) {
-          report.baseline!.rounds.push({ ...r, round });
-          log(`${summaryLine(r)} (baseline)`);
-          return;
-        }
-        rounds.set(workload, [...(rounds.get(workload) ?? []), { ...r, round }]);
-        peak = Math.max(peak, r.serverRssPeak);
-        log(summaryLine(r));
-        // Only worth a line when the part is long enough for a trend (a W3 soak).
-        if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)
-          log(`         ${formatRssTrend(r.serverRss.trend)}`);
-        if (r.serverHeap?.trend && r.serverHeap.trend.samples >= 4)
-          log(`         ${formatRssTrend(r.serverHeap.trend, 'server heap used')}`);
-      } catch (err) {
-        const e: WorkloadError = { target, workload, error: (err as Error).message };
-        if (isBaseline) e.error = `baseline: ${e.error}`;
-        report.errors.push(e);
-        log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
-      }
-    };
-    try {
       for (let round = 1; round <= opts.repeat && !interrupted; round++) {
-        if (opts.repeat > 1) log(`  round ${round} of ${opts.repeat}`);
-        if (round > 1 && opts.freshBrokers && isVela(target)) {
-          log('  starting the broker anew …');
-          await baseline?.stop();
-          baseline = undefined;
-          await server.stop();
-          server = await startServer(target, opts);
-          if (opts.baselineDir) baseline = await startServer(target, opts, opts.baselineDir);
-        }
-        for (const workload of workloadsFor(target, opts.workloads)) {
+        if (opts.repeat > 1) log(`\nround ${round} of ${opts.repeat}`);
+        for (const run of runs) {
           if (interrupted) break;
-          // With a baseline, the two go one right after the other, first one then the other first.
-          const order: [RunningServer, boolean][] = !baseline
-            ? [[server, false]]
-            : round % 2 === 1
-              ? [
-                  [server, false],
-                  [baseline, true],
-                ]
-              : [
-                  [baseline, true],
-                  [server, false],
-                ];
-          for (const [srv, isBaseline] of order) {
-            if (!interrupted) await runOne(workload, round, srv, isBaseline);
-          }
+          log(`  ${TARGET_TITLES[run.target]}`);
+          await runRound(run, round, opts, report);
         }
       }
-    } finally {
-      // One result per workload: its median round (a round that failed is in `errors`).
-      for (const list of rounds.values()) {
-        const { round: _, ...median } = medianRound(list);
-        report.results.push(median);
-        if (opts.repeat > 1) (report.rounds ??= []).push(...list);
+    } else {
+      for (const target of opts.targets) {
+        if (interrupted) break;
+        const run = await startTarget(target, opts, report);
+        if (!run) continue;
+        runs.push(run);
+        for (let round = 1; round <= opts.repeat && !interrupted; round++) {
+          if (opts.repeat > 1) log(`  round ${round} of ${opts.repeat}`);
+          await runRound(run, round, opts, report);
+        }
+        await finishTarget(runs.pop()!, opts, report);
       }
-      report.serverRssPeak[target] = peak;
-      await baseline?.stop();
-      await server.stop();
-      log(`  stopped (peak RSS ${fmtInt(peak / 1024 ** 2)} MiB)`);
     }
+  } finally {
+    for (const run of runs) await finishTarget(run, opts, report);
   }
   report.seconds = (performance.now() - started) / 1000;
   if (interrupted) return;

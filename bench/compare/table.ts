@@ -322,7 +322,7 @@ export function renderTable(report: CompareReport): string {
   }
   const footer = notes.lines.map((n, i) => `[${i + 1}] ${n}`);
   const spread = report.rounds ? renderSpread(report) : [];
-  const paired = renderPaired(report);
+  const paired = [...renderPaired(report), ...renderPeerRounds(report)];
   const pauses = renderPauses(report);
   return [
     ...header,
@@ -427,6 +427,45 @@ export function renderPaired(report: CompareReport): string[] {
     }
   }
   return lines;
+}
+
+/**
+ * With `--interleave`: each Vela figure divided by each peer's in the same round (every target ran
+ * its round within minutes of the others), the median of those ratios, then each round's. The table's
+ * ratios divide medians that may come from different rounds; these keep each round's conditions.
+ */
+export function renderPeerRounds(report: CompareReport): string[] {
+  const rounds = report.rounds ?? [];
+  if (!report.interleaved || rounds.length === 0) return [];
+  const velas = report.targets.filter(isVela);
+  const peers = report.targets.filter((t) => !isVela(t));
+  const lines: string[] = [];
+  for (const workload of report.workloads) {
+    const [name, f]: [string, (r: WorkloadResult) => number | undefined] = byLatency(workload)
+      ? ['p99', (r) => r.latency?.p99]
+      : ['msgs/s', (r) => r.rate];
+    for (const v of velas) {
+      for (const p of peers) {
+        const ratios: number[] = [];
+        for (const m of rounds) {
+          if (m.target !== v || m.workload !== workload) continue;
+          const o = rounds.find((r) => r.target === p && r.workload === workload && r.round === m.round);
+          const x = o && ratio(f(m), f(o));
+          if (x !== undefined && Number.isFinite(x)) ratios.push(x);
+        }
+        if (ratios.length === 0) continue;
+        lines.push(
+          `- ${workload} ${name}, ${TARGET_TITLES[v]} ÷ ${TARGET_TITLES[p]}: ${median(ratios).toFixed(2)} ` +
+            `(${ratios.map((x) => x.toFixed(2)).join(' / ')})`,
+        );
+      }
+    }
+  }
+  if (lines.length === 0) return [];
+  return [
+    "Vela ÷ each peer round by round (`--interleave`: the same round ran every target in turn); the median ratio, then each round's:",
+    ...lines,
+  ];
 }
 
 const pct = (n: number, of: number) => `${of > 0 ? Math.round((100 * n) / of) : 0} %`;

@@ -170,6 +170,8 @@ export interface CompareReport {
   results: WorkloadResult[];
   /** Where Vela's broker and SDK were loaded from (`--from`): the compiled dist/ or the sources. */
   velaFrom?: 'dist' | 'src';
+  /** `--interleave`: each round ran every target in turn (rounds outside, targets inside). */
+  interleaved?: boolean;
   /** With `--repeat` N > 1: every round's result, in the order they ran. */
   rounds?: (WorkloadResult & { round: number })[];
   /** With `--baseline`: the other checkout's broker, every round (the paired rounds are `rounds`, or `results` for one round). */

@@ -29,6 +29,7 @@ import {
   medianRound,
   pausesText,
   renderPaired,
+  renderPeerRounds,
   renderSpread,
   renderTable,
 } from '../../bench/compare/table.js';
@@ -510,6 +511,43 @@ describe('bench:compare table', () => {
     r.velaFrom = 'dist';
     assert.match(renderTable(r), /Vela ran from the compiled dist\//);
     assert.throws(() => parseArgs(['--only', 'rabbitmq', '--baseline', '/tmp/b']), /select a Vela target/);
+  });
+
+  test("--interleave: each Vela figure divided by each peer's in the same round, the median and each round's", () => {
+    const mk = (target: 'vela-sdk' | 'rabbitmq', round: number, rate: number, p99?: number) => ({
+      ...result({
+        target,
+        workload: p99 === undefined ? 'w2' : 'w3a',
+        rate,
+        ...(p99 !== undefined ? { latency: { count: 1, p50: p99 / 10, p99, max: p99, mean: 1 } } : {}),
+      }),
+      round,
+    });
+    // Round 2 ran in a slow spell for both; round 3's peer failed (no pair).
+    const rounds = [
+      mk('vela-sdk', 1, 150_000),
+      mk('vela-sdk', 2, 120_000),
+      mk('vela-sdk', 3, 160_000),
+      mk('vela-sdk', 1, 5000, 4),
+      mk('vela-sdk', 2, 5000, 3),
+      mk('rabbitmq', 1, 100_000),
+      mk('rabbitmq', 2, 75_000),
+      mk('rabbitmq', 1, 5000, 8),
+      mk('rabbitmq', 2, 5000, 12),
+    ];
+    const r = report([]);
+    r.rounds = rounds;
+    assert.deepEqual(renderPeerRounds(r), [], 'rounds that did not interleave are not paired across targets');
+    r.interleaved = true;
+    const lines = renderPeerRounds(r);
+    assert.match(lines[0]!, /round by round/);
+    assert.deepEqual(lines.slice(1), [
+      '- w2 msgs/s, Vela + Vela SDK ÷ RabbitMQ quorum + amqplib: 1.55 (1.50 / 1.60)',
+      '- w3a p99, Vela + Vela SDK ÷ RabbitMQ quorum + amqplib: 0.38 (0.50 / 0.25)',
+    ]);
+    assert.match(renderTable(r), /Vela ÷ each peer round by round/);
+    assert.equal(parseArgs([]).interleave, false);
+    assert.equal(parseArgs(['--interleave', '--repeat', '3']).interleave, true);
   });
 
   test('keptUp: everything arrived and ≥ 95 % of the asked rate was sent and consumed', () => {

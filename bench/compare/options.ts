@@ -117,7 +117,8 @@ Options:
                         every target, round 2 of every target, …, so that each round's targets
                         ran minutes apart at most, and print each Vela figure's ratio to each peer
                         per round (the machine's slow and fast spells last minutes and move single
-                        runs by ±20 %; a target's rounds all in a row can land in one spell)
+                        runs by ±20 %; a target's rounds all in a row can land in one spell); each
+                        workload first waits for the other servers to go idle (--wait-idle 60)
   --baseline DIR        also run the broker of another Vela checkout DIR (with its node_modules,
                         e.g. a git worktree of the commit before a change) in every round of every
                         Vela workload, right before or after this one's (alternating), with this
@@ -131,7 +132,7 @@ Options:
   --json-file FILE      also write the full report as JSON to FILE
   --render FILE         run nothing; print the table of a report saved with --json-file
   --wait-idle N         before each workload wait up to N s for other processes on the machine
-                        to quiet down (for shared machines; default 0)
+                        to quiet down (for shared machines; default 0, with --interleave 60)
   --cpu-prof DIR        write V8 CPU profiles of Vela's broker and of each client to DIR
   --ic-log DIR          write V8 inline-cache logs (--log-ic) of Vela's broker and of each Node
                         client to DIR; bench/compare/ic-summary.ts lists the sites that missed most
@@ -206,6 +207,9 @@ export function parseWorkloads(list: string): Workload[] {
   return WORKLOADS.filter((w) => out.has(w));
 }
 
+/** `--interleave`'s default `--wait-idle`, seconds. */
+export const INTERLEAVE_WAIT_IDLE_S = 60;
+
 /** Sizes of the default or the quick run; W3's window can be set apart (e.g. a 600 s soak). */
 export function workloadSizes(
   quick: boolean,
@@ -272,7 +276,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let nodeFlags: string[] = [];
   let brokerFlags: string[] = [];
   let brokerConfig: string | undefined;
-  let waitIdleSeconds = 0;
+  let waitIdleSeconds: number | undefined;
   let repeat = 1;
   let freshBrokers = false;
   let interleave = false;
@@ -413,7 +417,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     targets,
     workloads,
     sizes: workloadSizes(quick, w3Seconds, w3Rate),
-    waitIdleSeconds,
+    // Interleaved, the servers not measured stay up, and one may still be busy with its last round
+    // (a Redis AOF rewrite, a RabbitMQ log compaction): wait for it, unless told otherwise.
+    waitIdleSeconds: waitIdleSeconds ?? (interleave ? INTERLEAVE_WAIT_IDLE_S : 0),
     rssEverySeconds,
     repeat,
     freshBrokers,

@@ -316,8 +316,11 @@ async function runOne(
   const { target } = run;
   const spec = specFor(target, workload, srv, opts);
   if (opts.waitIdleSeconds > 0) {
+    const t0 = performance.now();
     const others = await waitIdle(opts.waitIdleSeconds, srv);
+    const waited = (performance.now() - t0) / 1000;
     if (others >= 0.25) log(`  (machine still busy: other processes use ${others.toFixed(2)} cores)`);
+    else if (waited > 3) log(`  (waited ${Math.round(waited)} s for other processes to go idle)`);
   }
   try {
     const r = await runClient(spec, srv, opts, budgetFor(spec));

@@ -548,6 +548,10 @@ describe('bench:compare table', () => {
     assert.match(renderTable(r), /Vela ÷ each peer round by round/);
     assert.equal(parseArgs([]).interleave, false);
     assert.equal(parseArgs(['--interleave', '--repeat', '3']).interleave, true);
+    // Interleaved, the idle servers may still be busy with their last round: wait for them.
+    assert.equal(parseArgs(['--interleave']).waitIdleSeconds, 60);
+    assert.equal(parseArgs(['--interleave', '--wait-idle', '0']).waitIdleSeconds, 0);
+    assert.equal(parseArgs([]).waitIdleSeconds, 0);
   });
 
   test('keptUp: everything arrived and ≥ 95 % of the asked rate was sent and consumed', () => {

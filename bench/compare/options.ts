@@ -223,7 +223,10 @@ export function workloadSizes(
     warmup: 0,
     inflight: 10_000,
     rate,
-    warmupMs: quick ? 500 : 1000,
+    // A lead-in of 1 s (before 2026-11-29) measured new client processes still warming up: W3a's p99
+    // over six rounds 3.50–7.35 ms for Vela, 3.76–6.01 RabbitMQ, 5.67–11.8 NATS; after 4 s, 2.71–5.07,
+    // 3.38–4.96, 6.24–8.51 (docs/benchmarks.md, twenty-fifth session). Every peer gets the same.
+    warmupMs: quick ? 500 : 4000,
     drainMs: quick ? 3000 : 5000,
   });
   const backlog = quick ? 20_000 : 100_000;

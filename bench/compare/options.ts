@@ -118,7 +118,8 @@ Options:
                         ran minutes apart at most, and print each Vela figure's ratio to each peer
                         per round (the machine's slow and fast spells last minutes and move single
                         runs by ±20 %; a target's rounds all in a row can land in one spell); each
-                        workload first waits for the other servers to go idle (--wait-idle 60)
+                        workload first syncs the page cache and waits for the other servers to
+                        go idle (--wait-idle 60)
   --baseline DIR        also run the broker of another Vela checkout DIR (with its node_modules,
                         e.g. a git worktree of the commit before a change) in every round of every
                         Vela workload, right before or after this one's (alternating), with this

@@ -5,6 +5,7 @@
  * RabbitMQ, NATS JetStream and Redis from Debian's packages, installed when missing), runs every
  * workload in its own client process, reads the server's CPU time and RSS from /proc over each
  * measured part, stops the server, and finally prints one table with Vela's ratio to each peer.
+ * With `--interleave` every server is started first and each round runs every target in turn.
  * Everything it started is stopped on the way out, also after a failure or Ctrl-C.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';

@@ -250,9 +250,7 @@ export class H2Stream {
     this.closed = true;
     this.cancelled = !(this.localEnded && this.remoteEnded);
     this.release();
-    const onClose = this.onClose;
     this.detach();
-    onClose?.();
   }
 
   /** DATA frames within both windows and the peer's frame size; returns the bytes sent. */
@@ -314,23 +312,23 @@ export class H2Stream {
     this.remoteEnded = true;
     this.release();
     this.conn.streamClosed(this);
-    const onClose = this.onClose;
     this.detach();
-    onClose?.();
   }
 
   /**
-   * Closed: let go of the handlers, and through them of what they collected (an answer's messages).
-   * A stream that lived through a full collection is old; its handlers would keep everything they
-   * reach past every young collection until the next full one (docs/benchmarks.md, twenty-fourth
-   * session).
+   * Closed: let go of the handlers, and through them of what they collected (an answer's messages),
+   * then call the close handler. A stream that lived through a full collection is old; its handlers
+   * would keep everything they reach past every young collection until the next full one
+   * (docs/benchmarks.md, twenty-fourth session).
    */
   private detach(): void {
+    const onClose = this.onClose;
     this.onData = undefined;
     this.onEnd = undefined;
     this.onHeaders = undefined;
     this.onDrain = undefined;
     this.onClose = undefined;
+    onClose?.();
   }
 
   private release(): void {

@@ -55,6 +55,12 @@ export interface CompareOptions {
   /** Rounds outside, targets inside: every target's servers stay up, each round runs them in turn. */
   interleave: boolean;
   /**
+   * Run a round 0 of every workload on every target's server before the counted rounds: shown, never
+   * in a median or a ratio. The figures then come from servers in their steady state, as users run
+   * them (a Vela broker's first round of a workload is its slowest; docs/benchmarks.md).
+   */
+  warmUpRound: boolean;
+  /**
    * W3: both processes record their pauses (collections, and event-loop turns of 4 ms or more), and
    * each W3 round reports which of them its slow messages overlapped (pauses.ts).
    */
@@ -120,6 +126,11 @@ Options:
                         runs by ±20 %; a target's rounds all in a row can land in one spell); each
                         workload first syncs the page cache and waits for the other servers to
                         go idle (--wait-idle 60)
+  --warm-up-round       before round 1, run one round of every workload on every target's server
+                        (round 0): shown under the table, never counted in a median or a ratio,
+                        so that the counted rounds measure servers that have done the work before
+                        (a Vela broker's first W2 costs ~25 % more CPU per message than its later
+                        ones; RabbitMQ's rounds are alike). Not with --fresh-brokers
   --baseline DIR        also run the broker of another Vela checkout DIR (with its node_modules,
                         e.g. a git worktree of the commit before a change) in every round of every
                         Vela workload, right before or after this one's (alternating), with this
@@ -284,6 +295,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   let repeat = 1;
   let freshBrokers = false;
   let interleave = false;
+  let warmUpRound = false;
   let w3Pauses = false;
   let jsonFile: string | undefined;
   let render: string | undefined;
@@ -366,6 +378,9 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
       case '--interleave':
         interleave = true;
         break;
+      case '--warm-up-round':
+        warmUpRound = true;
+        break;
       case '--w3-pauses':
         w3Pauses = true;
         break;
@@ -413,6 +428,8 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
   if (!help && workloads.length === 0) throw new Error('no workload selected');
   if (!help && baselineDir !== undefined && !targets.some(isVela))
     throw new Error('--baseline compares Vela brokers: select a Vela target');
+  if (warmUpRound && freshBrokers)
+    throw new Error('--warm-up-round warms the servers that --fresh-brokers replaces every round: use one');
   return {
     quick,
     json,
@@ -428,6 +445,7 @@ export function parseArgs(argv: readonly string[]): CompareOptions {
     repeat,
     freshBrokers,
     interleave,
+    warmUpRound,
     w3Pauses,
     from,
     nodeFlags,

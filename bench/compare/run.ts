@@ -331,6 +331,12 @@ async function runOne(
   }
   try {
     const r = await runClient(spec, srv, opts, budgetFor(spec));
+    if (round === 0) {
+      // The warm-up round: shown, never counted.
+      if (!isBaseline) (report.warmUp ??= []).push(r);
+      log(`${summaryLine(r)} (warm-up${isBaseline ? ', baseline' : ''})`);
+      return;
+    }
     if (isBaseline) {
       report.baseline!.rounds.push({ ...r, round });
       log(`${summaryLine(r)} (baseline)`);
@@ -347,6 +353,7 @@ async function runOne(
   } catch (err) {
     const e: WorkloadError = { target, workload, error: (err as Error).message };
     if (isBaseline) e.error = `baseline: ${e.error}`;
+    if (round === 0) e.error = `warm-up round: ${e.error}`;
     report.errors.push(e);
     log(`  ${workload.padEnd(6)} ERROR: ${e.error}`);
   }
@@ -386,6 +393,13 @@ async function runRound(
       if (!interrupted) await runOne(run, workload, round, srv, isBaseline, opts, report);
     }
   }
+}
+
+/** Round 0 is the warm-up round (`--warm-up-round`). */
+const firstRound = (opts: CompareOptions) => (opts.warmUpRound ? 0 : 1);
+
+function roundTitle(round: number, opts: CompareOptions): string {
+  return round === 0 ? 'warm-up round (not counted)' : `round ${round} of ${opts.repeat}`;
 }
 
 /** Record a target's results (each workload's median round) and stop its servers. */
@@ -470,8 +484,8 @@ async function main(): Promise<void> {
         const run = await startTarget(target, opts, report);
         if (run) runs.push(run);
       }
-      for (let round = 1; round <= opts.repeat && !interrupted; round++) {
-        if (opts.repeat > 1) log(`\nround ${round} of ${opts.repeat}`);
+      for (let round = firstRound(opts); round <= opts.repeat && !interrupted; round++) {
+        if (opts.repeat > 1 || opts.warmUpRound) log(`\n${roundTitle(round, opts)}`);
         for (const run of runs) {
           if (interrupted) break;
           log(`  ${TARGET_TITLES[run.target]}`);
@@ -484,8 +498,8 @@ async function main(): Promise<void> {
         const run = await startTarget(target, opts, report);
         if (!run) continue;
         runs.push(run);
-        for (let round = 1; round <= opts.repeat && !interrupted; round++) {
-          if (opts.repeat > 1) log(`  round ${round} of ${opts.repeat}`);
+        for (let round = firstRound(opts); round <= opts.repeat && !interrupted; round++) {
+          if (opts.repeat > 1 || opts.warmUpRound) log(`  ${roundTitle(round, opts)}`);
           await runRound(run, round, opts, report);
         }
         await finishTarget(runs.pop()!, opts, report);

@@ -321,7 +321,7 @@ export function renderTable(report: CompareReport): string {
     );
   }
   const footer = notes.lines.map((n, i) => `[${i + 1}] ${n}`);
-  const spread = report.rounds ? renderSpread(report) : [];
+  const spread = [...(report.rounds ? renderSpread(report) : []), ...renderWarmUp(report)];
   const paired = [...renderPaired(report), ...renderPeerRounds(report)];
   const pauses = renderPauses(report);
   return [
@@ -373,6 +373,25 @@ export function renderSpread(report: CompareReport): string[] {
         `- ${TARGET_TITLES[target]}, ${workload}: ${shown}${byLatency(workload) ? ' p99' : ' msgs/s'}` +
           (failed ? `; ${failed} more round${failed > 1 ? 's' : ''} failed` : ''),
       );
+    }
+  }
+  return lines;
+}
+
+/** Lines under the table: the warm-up round's figures (`--warm-up-round`), which nothing above counts. */
+export function renderWarmUp(report: CompareReport): string[] {
+  const warm = report.warmUp ?? [];
+  if (warm.length === 0) return [];
+  const lines = ['The warm-up round (round 0, on the same servers before round 1; in no figure above):'];
+  for (const target of report.targets) {
+    for (const workload of report.workloads) {
+      const r = warm.find((w) => w.target === target && w.workload === workload);
+      if (!r) continue;
+      const shown = byLatency(workload)
+        ? `p99 ${r.latency ? fmtMs(r.latency.p99) : '–'} ms at ${fmtInt(r.rate)} msgs/s`
+        : `${fmtInt(r.rate)} msgs/s`;
+      const cpu = r.ok > 0 ? `; CPU/msg server ${fmtUs(r.serverCpuUs / r.ok)} µs` : '';
+      lines.push(`- ${TARGET_TITLES[target]}, ${workload}: ${shown}${cpu}`);
     }
   }
   return lines;

@@ -172,6 +172,11 @@ export interface CompareReport {
   velaFrom?: 'dist' | 'src';
   /** `--interleave`: each round ran every target in turn (rounds outside, targets inside). */
   interleaved?: boolean;
+  /**
+   * With `--warm-up-round`: each target's round 0 (this checkout's broker only with `--baseline`), run
+   * on the same servers before round 1; in no median and no ratio.
+   */
+  warmUp?: WorkloadResult[];
   /** With `--repeat` N > 1: every round's result, in the order they ran. */
   rounds?: (WorkloadResult & { round: number })[];
   /** With `--baseline`: the other checkout's broker, every round (the paired rounds are `rounds`, or `results` for one round). */

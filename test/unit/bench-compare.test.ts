@@ -32,6 +32,7 @@ import {
   renderPeerRounds,
   renderSpread,
   renderTable,
+  renderWarmUp,
 } from '../../bench/compare/table.js';
 import {
   appendPauses,
@@ -552,6 +553,50 @@ describe('bench:compare table', () => {
     assert.equal(parseArgs(['--interleave']).waitIdleSeconds, 60);
     assert.equal(parseArgs(['--interleave', '--wait-idle', '0']).waitIdleSeconds, 0);
     assert.equal(parseArgs([]).waitIdleSeconds, 0);
+  });
+
+  test('--warm-up-round: round 0 is shown under the table and counted in no figure', () => {
+    const counted = [
+      { ...result({ target: 'vela-sdk', workload: 'w2', rate: 150_000 }), round: 1 },
+      { ...result({ target: 'vela-sdk', workload: 'w2', rate: 160_000 }), round: 2 },
+      { ...result({ target: 'rabbitmq', workload: 'w2', rate: 100_000 }), round: 1 },
+      { ...result({ target: 'rabbitmq', workload: 'w2', rate: 100_000 }), round: 2 },
+    ];
+    const r = report([
+      result({ target: 'vela-sdk', workload: 'w2', rate: 150_000 }),
+      result({ target: 'rabbitmq', workload: 'w2', rate: 100_000 }),
+    ]);
+    r.rounds = counted;
+    r.interleaved = true;
+    assert.deepEqual(renderWarmUp(r), [], 'no warm-up round, no lines');
+    r.warmUp = [
+      result({ target: 'vela-sdk', workload: 'w2', rate: 40_000, serverCpuUs: 700_000 }),
+      result({
+        target: 'rabbitmq',
+        workload: 'w3a',
+        rate: 5000,
+        latency: { count: 1, p50: 1, p99: 9.5, max: 10, mean: 1 },
+      }),
+    ];
+    assert.deepEqual(renderWarmUp(r), [
+      'The warm-up round (round 0, on the same servers before round 1; in no figure above):',
+      '- Vela + Vela SDK, w2: 40,000 msgs/s; CPU/msg server 7.0 µs',
+      '- RabbitMQ quorum + amqplib, w3a: p99 9.50 ms at 5,000 msgs/s; CPU/msg server 20.0 µs',
+    ]);
+    const table = renderTable(r);
+    assert.match(table, /The warm-up round \(round 0/);
+    // The slow warm-up round is in neither the spread nor the per-round ratios.
+    assert.match(table, /- Vela \+ Vela SDK, w2: 150,000 \/ 160,000 msgs\/s/);
+    assert.match(
+      table,
+      /w2 msgs\/s, Vela \+ Vela SDK ÷ RabbitMQ quorum \+ amqplib: 1\.55 \(1\.50 \/ 1\.60\)/,
+    );
+    assert.equal(parseArgs([]).warmUpRound, false);
+    assert.equal(parseArgs(['--warm-up-round', '--repeat', '3', '--interleave']).warmUpRound, true);
+    assert.throws(
+      () => parseArgs(['--warm-up-round', '--fresh-brokers', '--repeat', '2']),
+      /--warm-up-round warms the servers that --fresh-brokers replaces/,
+    );
   });
 
   test('keptUp: everything arrived and ≥ 95 % of the asked rate was sent and consumed', () => {

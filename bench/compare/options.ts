@@ -57,7 +57,8 @@ export interface CompareOptions {
   /**
    * Run a round 0 of every workload on every target's server before the counted rounds: shown, never
    * in a median or a ratio. The figures then come from servers in their steady state, as users run
-   * them (a Vela broker's first round of a workload is its slowest; docs/benchmarks.md).
+   * them (a Vela broker's first round of W2 costs it more CPU per message than its later ones;
+   * docs/benchmarks.md, twenty-sixth session).
    */
   warmUpRound: boolean;
   /**
@@ -129,8 +130,8 @@ Options:
   --warm-up-round       before round 1, run one round of every workload on every target's server
                         (round 0): shown under the table, never counted in a median or a ratio,
                         so that the counted rounds measure servers that have done the work before
-                        (a Vela broker's first W2 costs ~25 % more CPU per message than its later
-                        ones; RabbitMQ's rounds are alike). Not with --fresh-brokers
+                        (a Vela broker's first W2 cost 1.03–1.37× the CPU per message of its later
+                        ones in fifteen runs; RabbitMQ's rounds are alike). Not with --fresh-brokers
   --baseline DIR        also run the broker of another Vela checkout DIR (with its node_modules,
                         e.g. a git worktree of the commit before a change) in every round of every
                         Vela workload, right before or after this one's (alternating), with this

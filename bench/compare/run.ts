@@ -20,6 +20,7 @@ import { USAGE, brokerNodeFlags, parseArgs, workloadsFor, type CompareOptions } 
 import { fmtInt, fmtMs, fmtUs, perMessage } from './stats.js';
 import { medianRound, pausesText, renderTable } from './table.js';
 import { formatRssTrend, rssTrend, type RssSample } from './rss-trend.js';
+import { recordResult, type CountedRounds } from './round-results.js';
 import { machineBusyUs } from './proc-stat.js';
 import { delay, killAllNow, stopAll } from './servers/managed-process.js';
 import { startNats } from './servers/nats.js';
@@ -265,7 +266,7 @@ interface TargetRun {
   server: RunningServer;
   /** With `--baseline`, a Vela target's other broker. */
   baseline?: RunningServer;
-  rounds: Map<Workload, (WorkloadResult & { round: number })[]>;
+  rounds: CountedRounds;
   /** The server's peak RSS over the run, bytes. */
   peak: number;
 }
@@ -331,19 +332,17 @@ async function runOne(
   }
   try {
     const r = await runClient(spec, srv, opts, budgetFor(spec));
-    if (round === 0) {
-      // The warm-up round: shown, never counted.
-      if (!isBaseline) (report.warmUp ??= []).push(r);
-      log(`${summaryLine(r)} (warm-up${isBaseline ? ', baseline' : ''})`);
-      return;
-    }
+    const filed = recordResult(run.rounds, report, r, round, isBaseline);
     if (isBaseline) {
-      report.baseline!.rounds.push({ ...r, round });
-      log(`${summaryLine(r)} (baseline)`);
+      log(`${summaryLine(r)} (${filed === 'warm-up' ? 'warm-up, ' : ''}baseline)`);
       return;
     }
-    run.rounds.set(workload, [...(run.rounds.get(workload) ?? []), { ...r, round }]);
+    // The server's peak over its whole run, the warm-up round's part included.
     run.peak = Math.max(run.peak, r.serverRssPeak);
+    if (filed === 'warm-up') {
+      log(`${summaryLine(r)} (warm-up)`);
+      return;
+    }
     log(summaryLine(r));
     // Only worth a line when the part is long enough for a trend (a W3 soak).
     if (r.serverRss?.trend && r.serverRss.trend.samples >= 4)

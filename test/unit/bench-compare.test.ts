@@ -17,6 +17,7 @@ import {
   workloadsFor,
 } from '../../bench/compare/options.js';
 import { formatRssTrend, rssTrend } from '../../bench/compare/rss-trend.js';
+import { recordResult, type CountedRounds } from '../../bench/compare/round-results.js';
 import {
   BROKER_CONFIG_ENV,
   childBrokerSettings,
@@ -590,6 +591,27 @@ describe('bench:compare table', () => {
     assert.match(
       table,
       /w2 msgs\/s, Vela \+ Vela SDK ÷ RabbitMQ quorum \+ amqplib: 1\.55 \(1\.50 \/ 1\.60\)/,
+    );
+    // Filing: round 0 goes to the warm-up list only (the baseline's nowhere), later rounds are counted.
+    const filed: CountedRounds = new Map();
+    const rep = report([]);
+    rep.baseline = { dir: '/tmp/b', revision: 'x', rounds: [] };
+    const w2 = (rate: number) => result({ target: 'vela-sdk', workload: 'w2', rate });
+    assert.equal(recordResult(filed, rep, w2(40_000), 0, false), 'warm-up');
+    assert.equal(recordResult(filed, rep, w2(41_000), 0, true), 'warm-up');
+    assert.equal(recordResult(filed, rep, w2(150_000), 1, false), 'counted');
+    assert.equal(recordResult(filed, rep, w2(151_000), 1, true), 'baseline');
+    assert.deepEqual(
+      rep.warmUp?.map((x) => x.rate),
+      [40_000],
+    );
+    assert.deepEqual(
+      filed.get('w2')?.map((x) => [x.round, x.rate]),
+      [[1, 150_000]],
+    );
+    assert.deepEqual(
+      rep.baseline.rounds.map((x) => [x.round, x.rate]),
+      [[1, 151_000]],
     );
     assert.equal(parseArgs([]).warmUpRound, false);
     assert.equal(parseArgs(['--warm-up-round', '--repeat', '3', '--interleave']).warmUpRound, true);

@@ -128,8 +128,9 @@ export class DeliveryHistory {
     at: number,
   ): void {
     if (!this.enabled) return;
-    const i = this.next % this.capacity;
-    this.seq[i] = this.next++;
+    const seq = this.next++;
+    const i = seq % this.capacity;
+    this.seq[i] = seq;
     this.origin[i] = originId === messageId ? undefined : originId;
     this.group[i] = group;
     this.topic[i] = topic;
@@ -141,7 +142,9 @@ export class DeliveryHistory {
     this.at[i] = at;
     this.settledAt[i] = 0;
     this.flags[i] = OPEN | (VIA_POP << 6) | (slot.source === 1 ? RETRY : 0); // outcome IN_FLIGHT
-    slot.historySeq = this.seq[i]!;
+    // The counter, not the value read back from the Float64Array: that read made the field a double
+    // in the in-flight deliveries, and V8 replaced their hidden class while the broker warmed up.
+    slot.historySeq = seq;
   }
 
   /** Messages read by a pull consumer, or an operator's action on a message. */

@@ -155,7 +155,13 @@ export class H2Connection {
   private pings = new Map<string, (err?: Error) => void>();
   private nextPing = 0;
   private repliesQueued = 0;
-  private resetWindowStart = 0;
+  /**
+   * When the current one-second window of RST_STREAMs began (Date.now()). Starts as a double, as
+   * Date.now() is: a field that holds a small integer and then a double makes V8 replace the hidden
+   * class of every connection, which deoptimized the whole HTTP/2 path at the first stream a client
+   * reset (`--log-maps`; docs/benchmarks.md, twenty-sixth session).
+   */
+  private resetWindowStart = -Infinity;
   private resetsInWindow = 0;
   /** At most READ_BYTES_PER_TURN read per event-loop turn (src/common/read-turns.ts). */
   private readonly countRead: (bytes: number) => void;

@@ -103,7 +103,8 @@ class Connection implements CallOwner {
   /** Calls in progress, by stream id (not a Set: id-map.ts). */
   readonly calls = new IdMap<ServerCall>();
   pingOutstanding = false;
-  pingSentAt = 0;
+  /** Date.now() of the ping outstanding; a double from the start (see `resetWindowStart` in connection.ts). */
+  pingSentAt = -Infinity;
   h2!: H2Connection;
 
   constructor(

@@ -394,10 +394,15 @@ async function runRound(
   }
 }
 
-/** Round 0 is the warm-up round (`--warm-up-round`). */
-const firstRound = (opts: CompareOptions) => (opts.warmUpRound ? 0 : 1);
+/** The rounds to run, in order: 0 is the warm-up round (`--warm-up-round`), then 1 … `--repeat`. */
+function roundsOf(opts: CompareOptions): number[] {
+  const first = opts.warmUpRound ? 0 : 1;
+  return Array.from({ length: opts.repeat - first + 1 }, (_, i) => first + i);
+}
 
-function roundTitle(round: number, opts: CompareOptions): string {
+/** The line that opens a round, when there is more than one. */
+function roundTitle(round: number, opts: CompareOptions): string | undefined {
+  if (opts.repeat === 1 && !opts.warmUpRound) return undefined;
   return round === 0 ? 'warm-up round (not counted)' : `round ${round} of ${opts.repeat}`;
 }
 
@@ -483,8 +488,10 @@ async function main(): Promise<void> {
         const run = await startTarget(target, opts, report);
         if (run) runs.push(run);
       }
-      for (let round = firstRound(opts); round <= opts.repeat && !interrupted; round++) {
-        if (opts.repeat > 1 || opts.warmUpRound) log(`\n${roundTitle(round, opts)}`);
+      for (const round of roundsOf(opts)) {
+        if (interrupted) break;
+        const title = roundTitle(round, opts);
+        if (title) log(`\n${title}`);
         for (const run of runs) {
           if (interrupted) break;
           log(`  ${TARGET_TITLES[run.target]}`);
@@ -497,8 +504,10 @@ async function main(): Promise<void> {
         const run = await startTarget(target, opts, report);
         if (!run) continue;
         runs.push(run);
-        for (let round = firstRound(opts); round <= opts.repeat && !interrupted; round++) {
-          if (opts.repeat > 1 || opts.warmUpRound) log(`  ${roundTitle(round, opts)}`);
+        for (const round of roundsOf(opts)) {
+          if (interrupted) break;
+          const title = roundTitle(round, opts);
+          if (title) log(`  ${title}`);
           await runRound(run, round, opts, report);
         }
         await finishTarget(runs.pop()!, opts, report);
